@@ -1,0 +1,55 @@
+"""LM Lab: see how pre-trained language models work. Builds the Gradio app from the labs and launches it.
+
+Run:  python app.py   (127.0.0.1:7860; GRADIO_SERVER_NAME / GRADIO_SERVER_PORT override, as on a Space)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import gradio as gr
+
+from labs import attention, fill_mask, finetune, masks, models, next_token, ui
+
+# A new lab is a new module with TITLE and build_tab(), plus one entry here.
+LABS = (fill_mask, next_token, masks, attention, finetune)
+
+HEADER = """# LM Lab
+Pick a tab, type your own sentence, and watch a real pre-trained language model answer."""
+
+
+def build_app() -> gr.Blocks:
+    with gr.Blocks(title="LM Lab", analytics_enabled=False) as demo:
+        gr.Markdown(HEADER)
+        status = gr.Markdown("Checking device and models…", elem_id="lab-status")
+        for lab in LABS:
+            with gr.Tab(lab.TITLE, id=lab.__name__.rsplit(".", 1)[-1]):
+                lab.build_tab()
+        gr.api(models.describe_models, api_name="models",
+               api_description="Every model this server offers, its family and source, and what is loaded.")
+        # The status line fills in after the page is up (it may import torch), then follows loads.
+        demo.load(models.status_line, outputs=status, api_visibility="private", queue=False)
+        gr.Timer(5).tick(models.status_line, outputs=status, api_visibility="private", queue=False,
+                         show_progress="hidden")
+    # Each event is its own concurrency group of 1; the queue bounds how many wait.
+    demo.queue(max_size=64, default_concurrency_limit=1)
+    return demo
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    demo = build_app()
+    demo.launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        theme=gr.themes.Default(text_size="lg"),
+        css=ui.load_css(),
+        allowed_paths=[str(ui.ASSETS)],
+        footer_links=["api"],
+        show_error=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

