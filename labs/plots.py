@@ -46,7 +46,7 @@ def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors
               hover: list[str] | None = None, x_title: str = "probability", height: int | None = None) -> go.Figure:
     """Horizontal bars, most likely at the top, values printed on the bars."""
     fig = go.Figure(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colors or "#1d4ed8",
-                           text=[f"{v:.3f}" for v in values], textposition="auto", hovertext=hover,
+                           text=[f"{v:.3g}" for v in values], textposition="auto", hovertext=hover,
                            textfont=dict(size=15)))
     fig.update_layout(title=dict(text=title, font=dict(size=20)), font=FONT, template="plotly_white",
                       height=height or max(260, 80 + 34 * len(labels)), margin=dict(l=10, r=10, t=60, b=10))

@@ -21,24 +21,27 @@ def esc(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def friendly(fn):
-    """Turn a compute function's failures into a message in the UI and an error from the API.
+def to_gr_error(exc: Exception) -> gr.Error:
+    """A failure as the student sees it: our own errors keep their message; anything else is
+    logged with its traceback for the developer and becomes one plain sentence."""
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, LabError):
+        return gr.Error(str(exc), print_exception=False)
+    log.error("unexpected error", exc_info=exc)
+    return gr.Error("Something went wrong while computing this. Try a shorter or simpler input, "
+                    "or another model.", print_exception=False)
 
-    Expected failures (bad input, a model that cannot load) show their own message; anything
-    else is logged with its traceback for the developer and shown as one plain sentence."""
+
+def friendly(fn):
+    """Show a compute function's failures as a message in the UI and an error from the API."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except LabError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
-        except Exception:
-            log.exception("unexpected error in %s", fn.__name__)
-            raise gr.Error("Something went wrong while computing this. Try a shorter or simpler input, "
-                           "or another model.", print_exception=False) from None
+        except Exception as exc:
+            raise to_gr_error(exc) from None
 
     return wrapper
 

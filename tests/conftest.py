@@ -151,7 +151,8 @@ def page(browser, app_server):
     page.outside_requests = []
     page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
             else page.outside_requests.append(r.url))
-    page.goto(app_server["url"], wait_until="networkidle")
+    page.goto(app_server["url"], wait_until="load")
+    page.get_by_role("tab").first.wait_for(timeout=30000)
     yield page
     context.close()
 

@@ -115,11 +115,11 @@ def test_masks_api_bad_input(client):
 
 def test_masks_tab_in_the_browser(page):
     page.get_by_role("tab", name="Masks").click()
-    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
+    page.locator(".js-plotly-plot:visible").first.wait_for(timeout=60000)
     page.get_by_text("largest weight above the diagonal").first.wait_for(timeout=90000)
-    plots = page.locator(".js-plotly-plot")
+    plots = page.locator(".js-plotly-plot:visible")
     assert plots.count() >= 4  # both masks and both real-model heatmaps
-    page.get_by_label("Your sentence").fill("<script>alert(1)</script> The [MASK] sat")
+    page.get_by_label("Your sentence", exact=True).fill("<script>alert(1)</script> The [MASK] sat")
     page.get_by_role("button", name="Show the masks").click()
     page.get_by_text("connections").first.wait_for()
     page.wait_for_timeout(1500)

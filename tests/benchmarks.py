@@ -1,0 +1,117 @@
+"""Benchmarks: each lab against the bare library call a user would write instead, same process,
+medians after a warm-up. Models are full-size (bert-base-uncased / gpt2 shapes) with random
+weights, because latency does not depend on the weight values and the Hub is unreachable here.
+
+    python -m tests.benchmarks
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+WORK = Path(tempfile.mkdtemp(prefix="lmlab-bench-"))
+BERT, GPT2 = WORK / "bert-base-size", WORK / "gpt2-size"
+os.environ["LAB_EXTRA_MODELS"] = f"{BERT},{GPT2}"
+
+
+def median_seconds(fn, repeats: int = 15, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def build_models() -> None:
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+
+    from labs.models import MINILM_NAME, offline_models
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(next(c for c in offline_models() if c.name == MINILM_NAME).location)
+    BertForMaskedLM(BertConfig()).save_pretrained(BERT)  # bert-base-uncased's shape, 30,522-token vocab
+    tokenizer.save_pretrained(BERT)
+    gpt_tok = AutoTokenizer.from_pretrained(BERT)  # any tokenizer: only the ids' count matters here
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(gpt_tok))).save_pretrained(GPT2)
+    gpt_tok.save_pretrained(GPT2)
+
+
+def bench_fill_mask(rows: list) -> None:
+    from transformers import pipeline
+
+    from labs import fill_mask, models
+
+    loaded = models.load(BERT.name)
+    pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device="cpu")
+    short = "The quick brown fox jumps over the [MASK] dog near the bank."
+    long = " ".join(["the river bank was quiet that morning and"] * 14) + " the [MASK] sat on the mat."
+    for label, text in (("12 tokens", short), ("128 tokens", long)):
+        n = len(loaded.tokenizer(text)["input_ids"])
+        ours = median_seconds(lambda: fill_mask.predict(BERT.name, text, 5))
+        theirs = median_seconds(lambda: pipe(text, top_k=5))
+        rows.append((f"fill_mask, {label} (n={n})", "pipeline('fill-mask')", ours, theirs, "≤ 0.95×"))
+
+
+def bench_next_token(rows: list) -> None:
+    import torch
+
+    from labs import models, next_token
+
+    loaded = models.load(GPT2.name)
+    prompt = "Once upon a time, there was a small village by the river"
+    ids = loaded.tokenizer(prompt, return_tensors="pt")["input_ids"]
+
+    def bare():
+        with torch.no_grad():
+            loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=50, min_new_tokens=50,
+                                  do_sample=False, pad_token_id=0)
+
+    def ours():
+        list(next_token.stream(GPT2.name, prompt, "greedy", 50, 1.0, 0, 1.0, 1, 0))
+
+    # min_new_tokens keeps the bare call at 50 tokens; ours may stop at EOS, so count its tokens.
+    ours_s, bare_s = median_seconds(ours, repeats=5, warmup=1), median_seconds(bare, repeats=5, warmup=1)
+    rows.append(("next_token, 50 greedy tokens streamed (s)", "model.generate", ours_s, bare_s, "≥ 0.9× speed"))
+
+    def first_token():
+        gen = next_token.stream(GPT2.name, prompt, "greedy", 50, 1.0, 0, 1.0, 1, 0)
+        next(gen)
+        gen.close()
+
+    rows.append(("next_token, time to first streamed token (s)", "", median_seconds(first_token, 5, 1), None,
+                 "< 0.5 s"))
+    next_token.distribution(GPT2.name, prompt)  # fill the logits cache, as the first chart does
+    temps = iter([0.3 + 0.01 * i for i in range(1000)])
+    rows.append(("next_token, re-shape on slider move (s)", "", median_seconds(
+        lambda: next_token.distribution(GPT2.name, prompt, next(temps), 20, 0.9)), None, "< 0.05 s"))
+
+
+def main() -> int:
+    import torch
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    build_models()
+    rows: list = []
+    bench_fill_mask(rows)
+    bench_next_token(rows)
+    print(f"\n| {'what':52} | {'baseline':22} | {'LM Lab':>9} | {'baseline':>9} | {'ratio':>6} | target |")
+    print(f"|{'-' * 54}|{'-' * 24}|{'-' * 11}|{'-' * 11}|{'-' * 8}|--------|")
+    for what, baseline, ours, theirs, target in rows:
+        ratio = f"{ours / theirs:.2f}×" if theirs else ""
+        theirs_s = f"{theirs:.4f}" if theirs else ""
+        print(f"| {what:52} | {baseline:22} | {ours:9.4f} | {theirs_s:>9} | {ratio:>6} | {target} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Lab 2, Next token: oracle tests against softmax and model.generate, bad input, API, browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import screenshot
+from gradio_client.exceptions import AppError
+
+from labs import models, next_token
+from labs.errors import BadInput
+
+PROMPT = "The cat sat on the"
+
+
+def hand_softmax(logits, t):
+    z = [v / t for v in logits]
+    m = max(z)
+    e = [np.exp(v - m) for v in z]
+    return [v / sum(e) for v in e]
+
+
+@pytest.mark.parametrize("t", [0.5, 1.0, 1.7])
+def test_distribution_is_softmax_of_logits_over_t(tiny_models, t):
+    loaded = models.load(tiny_models["causal"])
+    ids = loaded.tokenizer(PROMPT, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        logits = loaded.model(ids).logits[0, -1].double().tolist()
+    expected = hand_softmax(logits, t)
+    dist = next_token.distribution(tiny_models["causal"], PROMPT, t, 0, 1.0)
+    assert len(dist.entries) == 20
+    for e in dist.entries:
+        assert e.prob == pytest.approx(expected[e.token_id], abs=1e-9)
+        assert e.logit == pytest.approx(logits[e.token_id], abs=1e-5)
+    assert [e.token_id for e in dist.entries] == list(np.argsort(-np.array(expected), kind="stable")[:20])
+    full = np.array(expected)
+    assert dist.entropy == pytest.approx(float(-(full * np.log(full)).sum()), abs=1e-9)
+
+
+def test_temperature_zero_is_greedy(tiny_models):
+    dist = next_token.distribution(tiny_models["causal"], PROMPT, 0, 0, 1.0)
+    assert dist.entries[0].prob == 1.0 and all(e.prob == 0 for e in dist.entries[1:])
+    assert dist.entropy == 0.0
+
+
+def hand_kept(logits, t, k, p):
+    """top-k then top-p, written the way the lecture describes them."""
+    probs = hand_softmax(logits, t)
+    order = sorted(range(len(logits)), key=lambda i: -logits[i])
+    kept = set(order[:k]) if k else set(order)
+    mass = sum(probs[i] for i in kept)
+    kept_p, total = set(), 0.0
+    for i in sorted(kept, key=lambda i: -probs[i]):
+        if total >= p:
+            break
+        kept_p.add(i)
+        total += probs[i] / mass
+    return kept_p
+
+
+@pytest.mark.parametrize("t,k,p", [(1.0, 5, 1.0), (1.0, 0, 0.5), (0.7, 10, 0.8), (1.5, 3, 0.9), (1.0, 0, 1.0)])
+def test_kept_flags_match_a_hand_implementation(tiny_models, t, k, p):
+    _, logits, _ = next_token.next_logits(tiny_models["causal"], PROMPT)
+    expected = hand_kept(logits.tolist(), t, k, p)
+    _, kept = next_token.shape(logits, t, k, p)
+    assert set(np.flatnonzero(kept).tolist()) == expected
+
+
+def test_hf_warpers_agree_on_kept_tokens(tiny_models):
+    """A second, independent oracle: transformers' own top-k / top-p logits processors."""
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    _, logits, _ = next_token.next_logits(tiny_models["causal"], PROMPT)
+    scores = torch.tensor(logits).unsqueeze(0)
+    for proc in (TemperatureLogitsWarper(0.8), TopKLogitsWarper(12), TopPLogitsWarper(0.7)):
+        scores = proc(None, scores)
+    _, kept = next_token.shape(logits, 0.8, 12, 0.7)
+    assert set(np.flatnonzero(kept).tolist()) == set(torch.isfinite(scores[0]).nonzero().flatten().tolist())
+
+
+def reference_generate(model_name, prompt, **kwargs):
+    from transformers import set_seed
+
+    loaded = models.load(model_name)
+    ids = loaded.tokenizer(prompt, return_tensors="pt")["input_ids"]
+    set_seed(kwargs.pop("seed", 0))
+    with torch.no_grad():
+        out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=loaded.tokenizer.eos_token_id,
+                                    **kwargs)
+    return loaded.tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
+
+
+def test_greedy_equals_generate(tiny_models):
+    ours = next_token.generate(tiny_models["causal"], PROMPT, "greedy", 15)
+    assert [c["text"] for c in ours["completions"]] == reference_generate(
+        tiny_models["causal"], PROMPT, max_new_tokens=15, do_sample=False)
+    streamed = list(next_token.stream(tiny_models["causal"], PROMPT, "greedy", 15, 1.0, 0, 1.0, 1, 0))
+    assert streamed[-1] == ours["completions"][0]["text"]
+
+
+def test_beam_equals_generate_and_lists_every_beam_best_first(tiny_models):
+    ours = next_token.generate(tiny_models["causal"], PROMPT, "beam", 12, num_beams=4)
+    ref = reference_generate(tiny_models["causal"], PROMPT, max_new_tokens=12, do_sample=False, num_beams=4,
+                             num_return_sequences=4, early_stopping=True)
+    assert [c["text"] for c in ours["completions"]] == ref
+    scores = [c["score"] for c in ours["completions"]]
+    assert len(scores) == 4 and scores == sorted(scores, reverse=True)
+
+
+def test_sampling_with_a_seed_equals_generate_and_is_reproducible(tiny_models):
+    kwargs = dict(temperature=0.9, top_k=20, top_p=0.95)
+    a = next_token.generate(tiny_models["causal"], PROMPT, "sample", 15, seed=123, **kwargs)
+    b = next_token.generate(tiny_models["causal"], PROMPT, "sample", 15, seed=123, **kwargs)
+    assert a == b
+    ref = reference_generate(tiny_models["causal"], PROMPT, max_new_tokens=15, do_sample=True, seed=123, **kwargs)
+    assert [c["text"] for c in a["completions"]] == ref
+    streamed = list(next_token.stream(tiny_models["causal"], PROMPT, "sample", 15, 0.9, 20, 0.95, 1, 123))
+    assert streamed[-1] == ref[0]
+
+
+def test_stopping_the_stream_frees_the_worker(tiny_models):
+    import threading
+
+    before = threading.active_count()
+    gen = next_token.stream(tiny_models["causal"], PROMPT, "sample", 200, 1.0, 0, 1.0, 1, 0)
+    next(gen)
+    gen.close()  # what Stop does
+    assert threading.active_count() <= before
+
+
+def test_long_prompt_keeps_the_end(tiny_models):
+    dist = next_token.distribution(tiny_models["causal"], "word " * 400, 1.0, 0, 1.0)
+    assert "only the end was kept" in dist.note
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(prompt=""), "Type a prompt"),
+    (dict(max_new_tokens=0), "1 to 200"),
+    (dict(max_new_tokens=201), "1 to 200"),
+    (dict(num_beams=9), "Beams"),
+    (dict(temperature=-0.1), "Temperature"),
+    (dict(temperature=5.5), "Temperature"),
+    (dict(top_p=0), "Top-p"),
+    (dict(top_p=1.2), "Top-p"),
+    (dict(top_k=-1), "Top-k"),
+    (dict(seed=1.5), "Seed"),
+    (dict(seed="abc"), "Seed"),
+    (dict(strategy="nucleus"), "Strategy"),
+])
+def test_bad_generate_settings(tiny_models, kwargs, message):
+    args = dict(prompt=PROMPT, strategy="greedy", max_new_tokens=5, temperature=1.0, top_k=0, top_p=1.0,
+                num_beams=1, seed=0) | kwargs
+    with pytest.raises(BadInput, match=message):
+        next_token.generate(tiny_models["causal"], **args)
+
+
+def test_softmax_by_hand_matches_exercise_b2():
+    r = next_token.softmax_by_hand(next_token.B2_LOGITS, 1.0)
+    assert r["probs"] == pytest.approx(hand_softmax(next_token.B2_LOGITS, 1.0))
+    assert round(r["probs"][0], 3) == 0.579  # P(sat) at T = 1: e^2.5 / (e^2.5 + e^1 + e^0.5 + e^1.5)
+    assert sum(next_token.softmax_by_hand(next_token.B2_LOGITS, 0.5)["probs"]) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------ the real SmolLM2
+
+
+def test_smollm2_continues_once_upon_a_fluently():
+    out = next_token.generate(models.SMOLLM2_NAME, "Once upon a", "greedy", 12)
+    text = out["completions"][0]["text"]
+    assert text.strip().lower().startswith("time")
+    words = text.split()
+    assert len(words) >= 6 and all(w.strip(",.").isalpha() for w in words[:6])
+    dist = next_token.distribution(models.SMOLLM2_NAME, "Once upon a", 1.0, 0, 1.0)
+    _, logits, _ = next_token.next_logits(models.SMOLLM2_NAME, "Once upon a")
+    probs, _ = next_token.shape(logits, 1.0, 0, 1.0)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-9)
+    assert dist.entries[0].token.strip() == "time"
+
+
+# ------------------------------------------------------------ API and browser
+
+
+def test_next_token_and_generate_api(client, tiny_models):
+    out = client.predict(PROMPT, tiny_models["causal"], 1.0, 5, 1.0, api_name="/next_token")
+    assert client.predict(PROMPT, tiny_models["causal"], 4.0, 0, 1.0, api_name="/next_token")["entropy"] > 0
+    result = out
+    assert len(result["distribution"]) == 20
+    assert sum(e["kept"] for e in result["distribution"]) == 5
+    gen = client.predict(PROMPT, tiny_models["causal"], "beam", 8, 1.0, 0, 1.0, 3, 0, api_name="/generate")
+    assert gen["strategy"] == "beam" and len(gen["completions"]) == 3
+
+
+@pytest.mark.parametrize("args,message", [
+    (("", 1.0, 0, 1.0), "Type a prompt"),
+    ((PROMPT, 7.0, 0, 1.0), "Temperature"),
+    ((PROMPT, -1.0, 0, 1.0), "Temperature"),
+    ((PROMPT, 1.0, -3, 1.0), "Top-k"),
+    ((PROMPT, 1.0, 0, 0.0), "Top-p"),
+])
+def test_next_token_api_bad_input(client, tiny_models, args, message):
+    prompt, t, k, p = args
+    with pytest.raises(AppError, match=message):
+        client.predict(prompt, tiny_models["causal"], t, k, p, api_name="/next_token")
+
+
+def test_generate_api_bad_input(client, tiny_models):
+    with pytest.raises(AppError, match="Beams"):
+        client.predict(PROMPT, tiny_models["causal"], "beam", 8, 1.0, 0, 1.0, 12, 0, api_name="/generate")
+
+
+def test_next_token_tab_draws_the_chart_and_streams(page):
+    page.get_by_role("tab", name="Next token").click()
+    page.get_by_text("Entropy:").wait_for(timeout=60000)
+    page.wait_for_timeout(1000)
+    assert page.locator(".js-plotly-plot:visible").first.locator("g.barlayer path").count() >= 10
+    page.get_by_role("button", name="Generate", exact=True).click()
+    box = page.locator("#generate-output textarea")
+    page.wait_for_function("el => el.value.length > 5", arg=box.element_handle(), timeout=60000)
+    page.wait_for_timeout(2000)
+    screenshot(page, "next-token")
+    assert page.outside_requests == []
