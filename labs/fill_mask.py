@@ -258,6 +258,12 @@ def simulate(model_name: str | None, text: str, seed: int) -> dict:
             "model": model_name if have_model else None}
 
 
+def token_chips(tokens: list[str], ids: list[int], special: list, mask_id: int) -> list[tuple[str, str | None]]:
+    """(token (id), kind) pairs for the tokens view: blanks, special tokens and ## word pieces marked."""
+    return [(f"{t} ({i})", "blank" if i == mask_id else "special" if s else "piece" if t.startswith("##") else None)
+            for t, i, s in zip(tokens, ids, special)]
+
+
 # ---------------------------------------------------------------- figures
 
 
@@ -347,10 +353,8 @@ def build_tab(demo) -> None:
         result = predict(model_name, text_in, k)
         rows = [[b + 1, r + 1, p.token, p.token_id, round(p.prob, 5)]
                 for b, blank in enumerate(result.masks) for r, p in enumerate(blank.predictions)]
-        blank_positions = {b.index for b in result.masks}
-        chips = [(f"{t} ({i})", "blank" if pos in blank_positions else "special" if s else
-                  "piece" if t.startswith("##") else None)
-                 for pos, (t, i, s) in enumerate(zip(result.tokens, result.token_ids, result.special))]
+        chips = token_chips(result.tokens, result.token_ids, result.special,
+                            models.load(model_name).tokenizer.mask_token_id)
         filled_md = f"**Best guesses filled in:** {ui.esc(result.filled)}\n\n{ui.model_badge(models.load(model_name))}"
         return (filled_md, prediction_figure(result), pd.DataFrame(rows, columns=["blank", "rank", "token",
                                                                                   "token id", "probability"]),
@@ -365,9 +369,7 @@ def build_tab(demo) -> None:
         tokenizer, _ = tokenizer_for(model_name)
         ids = tokenizer(with_mask_token(check_text(text_in), tokenizer.mask_token))["input_ids"]
         special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
-        return [(f"{t} ({i})", "blank" if i == tokenizer.mask_token_id else "special" if s else
-                 "piece" if t.startswith("##") else None)
-                for t, i, s in zip(models.readable_tokens(tokenizer, ids), ids, special)]
+        return token_chips(models.readable_tokens(tokenizer, ids), ids, special, tokenizer.mask_token_id)
 
     @ui.friendly
     def on_left(text_in, causal_name, k):
