@@ -3,7 +3,6 @@ checked against the attention weights of real models (Part B exercise B1.2)."""
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -106,17 +105,13 @@ def model_tokens(model_name: str, text: str) -> list[str]:
     return models.readable_tokens(tokenizer, tokenizer(check_text(text))["input_ids"])
 
 
-@functools.lru_cache(maxsize=32)
 def _attentions(model_name: str, text: str):
-    """One forward pass per (model, text): all layers' attention, as a numpy array [L, H, n, n]."""
-    import torch
+    """All layers' attention [L, H, n, n] and the tokens, from the Attention lab's cached forward
+    pass: the same (model, text) is computed once for both labs."""
+    from labs import attention
 
-    loaded = models.load(model_name)
-    enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=MAX_TOKENS).to(loaded.device)
-    with torch.no_grad():
-        out = loaded.model(**enc, output_attentions=True)
-    weights = torch.stack([a[0] for a in out.attentions]).float().cpu().numpy()
-    return models.readable_tokens(loaded.tokenizer, enc["input_ids"][0].tolist()), weights
+    r = attention.run(model_name, text)
+    return list(r.tokens), r.weights
 
 
 @dataclass

@@ -57,11 +57,13 @@ def try_this(*prompts: str) -> gr.Markdown:
     return gr.Markdown(f"### Try this\n{items}", elem_classes=["lab-try-this"])
 
 
-def model_dropdown(*families: str, label: str = "Model") -> gr.Dropdown:
-    """A dropdown of the models of these families, the Hub default (or offline fallback) first."""
-    names = models.choice_names(*families)
-    first = models.choices(*families)[:1]
-    info = f"{first[0].description}. Offline fallbacks and LAB_EXTRA_MODELS appear here too." if first else ""
+def model_dropdown(*families: str, label: str = "Model", family_order: bool = False) -> gr.Dropdown:
+    """A dropdown of the models of these families, the Hub default (or offline fallback) first;
+    with family_order, grouped in the order the families are given (e.g. encoders before causal LMs)."""
+    groups = [(f,) for f in families] if family_order else [families]
+    ordered = [c for group in groups for c in models.choices(*group)]
+    names = [c.name for c in ordered]
+    info = f"{ordered[0].description}. Offline fallbacks and LAB_EXTRA_MODELS appear here too." if ordered else ""
     return gr.Dropdown(choices=names, value=names[0] if names else None, label=label,
                        info=info or "No model of this kind is available here.",
                        allow_custom_value=True)  # API callers may name any model; load() explains misses

@@ -96,6 +96,48 @@ def bench_next_token(rows: list) -> None:
         lambda: next_token.distribution(GPT2.name, prompt, next(temps), 20, 0.9)), None, "< 0.05 s"))
 
 
+def bench_attention(rows: list) -> None:
+    """Request → every view ready (forward pass, entropy and pattern maps, both bertviz iframes, the
+    download files, both heatmaps as JSON) against what a notebook user writes: the forward pass
+    plus bertviz's own head_view and model_view HTML."""
+    import torch
+    from bertviz import head_view, model_view
+
+    from labs import attention, models
+
+    loaded = models.load(BERT.name)
+    words = ("the river bank was quiet that morning so she sat down and watched the slow brown water "
+             "carry leaves past the old bridge").split()
+    text = " ".join((words * 2)[:30])  # 32 tokens with [CLS] and [SEP]
+    n = len(loaded.tokenizer(text)["input_ids"])
+    caches = (attention.run, attention.summary, attention.views, attention.standalone_files)
+
+    def ours():
+        for cached in caches:
+            cached.cache_clear()
+        v = attention.all_views(BERT.name, text, "", 5, 3)
+        v.head_figure.to_json(), v.grid_figure.to_json()
+        return v
+
+    def notebook():
+        enc = loaded.tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            out = loaded.model(**enc, output_attentions=True)
+        tokens = loaded.tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+        return (head_view(out.attentions, tokens, html_action="return").data,
+                model_view(out.attentions, tokens, html_action="return").data)
+
+    ours_s, theirs_s = median_seconds(ours, repeats=7, warmup=2), median_seconds(notebook, repeats=7, warmup=2)
+    rows.append((f"attention, all views ready, n={n} (s)", "forward + bertviz views", ours_s, theirs_s, "< 1.5 s"))
+    v = ours()
+    sent = sum(len(f.encode()) for f in v.iframes.values()) / 1e6
+    theirs_mb = sum(len(h.encode()) for h in notebook()) / 1e6
+    rows.append((f"attention, HTML sent for both views, n={n} (MB)", "bertviz's own HTML", sent, theirs_mb,
+                 "< 1.5 MB"))
+    standalone = sum(Path(f).stat().st_size for f in v.files.values()) / 1e6
+    rows.append((f"attention, both standalone downloads, n={n} (MB)", "", standalone, None, "(scripts inlined)"))
+
+
 def main() -> int:
     import torch
 
@@ -104,6 +146,7 @@ def main() -> int:
     rows: list = []
     bench_fill_mask(rows)
     bench_next_token(rows)
+    bench_attention(rows)
     print(f"\n| {'what':52} | {'baseline':22} | {'LM Lab':>9} | {'baseline':>9} | {'ratio':>6} | target |")
     print(f"|{'-' * 54}|{'-' * 24}|{'-' * 11}|{'-' * 11}|{'-' * 8}|--------|")
     for what, baseline, ours, theirs, target in rows:
