@@ -300,6 +300,40 @@ def _load_uncached(choice: ModelChoice):
     return model, tokenizer
 
 
+_tokenizers: dict[str, Any] = {}
+
+
+def load_for_classification(name: str, num_labels: int, *, scratch: bool = False, seed: int = 0):
+    """A fresh (never cached) sequence-classification model for a fine-tuning run, and its tokenizer.
+
+    The encoder comes pre-trained from the registry model, the classification head is new and
+    initialised from `seed`; with scratch=True every weight is random (same architecture). Each run
+    gets its own copy so that runs never share weights, and the copy is freed when the run ends."""
+    import torch
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    choice = get_choice(name)
+    if choice.family == "causal":
+        raise ModelUnavailable(f"'{choice.name}' is a causal LM; fine-tuning here needs an encoder (BERT-style).")
+    try:
+        kwargs = _from_pretrained_kwargs(choice)
+        # One load at a time in the whole process: transformers builds models on the "meta" device
+        # through process-wide patches, so a load in another thread can receive empty tensors.
+        with _load_lock:
+            if choice.name not in _tokenizers:
+                _tokenizers[choice.name] = AutoTokenizer.from_pretrained(choice.location, **kwargs)
+            torch.manual_seed(seed)  # the new head (or every weight, from scratch) starts from this seed
+            if scratch:
+                config = AutoConfig.from_pretrained(choice.location, num_labels=num_labels, **kwargs)
+                model = AutoModelForSequenceClassification.from_config(config)
+            else:
+                model = AutoModelForSequenceClassification.from_pretrained(
+                    choice.location, num_labels=num_labels, use_safetensors=None, **kwargs)
+    except Exception as exc:
+        raise ModelUnavailable(_explain_failure(choice, exc)) from exc
+    return model.to(pick_device()), _tokenizers[choice.name]
+
+
 def _explain_failure(choice: ModelChoice, exc: Exception) -> str:
     if choice.source == "hub" and not hub_online():
         return (f"'{choice.name}' is not available: the Hugging Face Hub cannot be reached and the model "

@@ -1,0 +1,274 @@
+"""Lab 5, Fine-tune: parameter counts against requires_grad and the LoRA formula, frozen weights
+untouched, the loss going down, reproducibility, CSV checks, the real MiniLM run, API, browser."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+import torch
+from conftest import screenshot
+from gradio_client.exceptions import AppError
+
+from labs import finetune, models
+from labs.errors import BadInput
+
+TINY_HIDDEN, TINY_LAYERS = 64, 2  # see conftest.build_tiny_bert
+
+
+def fresh(name):
+    return models.load_for_classification(name, 2, seed=0)[0]
+
+
+def numel(model, predicate) -> int:
+    return sum(p.numel() for n, p in model.named_parameters() if predicate(n))
+
+
+@pytest.mark.parametrize("strategy", ["full", "freeze_embeddings", "freeze_bottom_1", "freeze_bottom_2", "head_only"])
+def test_freezing_counts_equal_requires_grad_and_module_sizes(tiny_models, strategy):
+    model = finetune.apply_strategy(fresh(tiny_models["masked"]), strategy)
+    trainable, total = finetune.count_params(model)
+    assert trainable == sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert total == sum(p.numel() for p in model.parameters())
+    # Independent count from the module names.
+    embeddings = numel(model, lambda n: n.startswith("bert.embeddings."))
+    layer = [numel(model, lambda n, i=i: n.startswith(f"bert.encoder.layer.{i}.")) for i in range(TINY_LAYERS)]
+    head = numel(model, lambda n: n.startswith(("bert.pooler.", "classifier.")))
+    assert total == embeddings + sum(layer) + head
+    expected = {"full": total, "freeze_embeddings": total - embeddings,
+                "freeze_bottom_1": total - embeddings - layer[0], "freeze_bottom_2": head, "head_only": head}[strategy]
+    assert trainable == expected
+
+
+@pytest.mark.parametrize("rank,targets,modules", [(4, "query, value", 2), (8, "query, key, value", 3)])
+def test_lora_counts_follow_the_formula(tiny_models, rank, targets, modules):
+    base = fresh(tiny_models["masked"])
+    total_before = sum(p.numel() for p in base.parameters())
+    head = numel(base, lambda n: n.startswith(("bert.pooler.", "classifier.")))
+    model = finetune.apply_strategy(base, f"lora_r{rank}", targets)
+    trainable, total = finetune.count_params(model)
+    adapters = TINY_LAYERS * modules * finetune.lora_added(TINY_HIDDEN, TINY_HIDDEN, rank)
+    assert trainable == adapters + head
+    assert total == total_before + adapters
+    assert trainable == sum(p.numel() for n, p in model.named_parameters()
+                            if p.requires_grad and "original_module" not in n)
+
+
+def test_lora_calculator_reproduces_exercise_b6():
+    assert finetune.lora_added(768, 768, 16) == 2 * 768 * 16 == 24_576
+
+
+def run(settings, data, **kw):
+    events = list(finetune.train(settings, data, **kw))
+    return events[-1], events
+
+
+def small_settings(name, **changes):
+    values = dict(strategy="full", learning_rate=1e-3, epochs=3, batch_size=8, train_examples=32, seed=0)
+    values.update(changes)
+    return finetune.Settings(name, **values)
+
+
+def test_frozen_parameters_are_bit_identical_after_training(tiny_models, monkeypatch):
+    captured = {}
+    original = finetune.apply_strategy
+
+    def spy(model, strategy, targets="query, value"):
+        model = original(model, strategy, targets)
+        captured["model"] = model
+        captured["before"] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        return model
+
+    monkeypatch.setattr(finetune, "apply_strategy", spy)
+    result, _ = run(small_settings(tiny_models["masked"], strategy="freeze_bottom_1", epochs=1),
+                    finetune.builtin_data())
+    after = dict(captured["model"].named_parameters())
+    for name, before in captured["before"].items():
+        frozen = name.startswith("bert.embeddings.") or name.startswith("bert.encoder.layer.0.")
+        if frozen:
+            assert torch.equal(after[name], before), name
+    assert not torch.equal(after["classifier.weight"], captured["before"]["classifier.weight"])
+    assert not torch.equal(after["bert.encoder.layer.1.output.dense.weight"],
+                           captured["before"]["bert.encoder.layer.1.output.dense.weight"])
+
+
+def test_training_loss_goes_down_on_a_tiny_model(tiny_models):
+    # A random 2-layer BERT cannot generalise from 32 sentences, but it must fit them.
+    result, events = run(small_settings(tiny_models["masked"], learning_rate=3e-3, epochs=10), finetune.builtin_data())
+    losses = [h["loss"] for h in result.history]
+    per_epoch = len(losses) // 10
+    first, last = sum(losses[:per_epoch]) / per_epoch, sum(losses[-per_epoch:]) / per_epoch
+    assert first > 0.6 and last < 0.5 * first
+    assert [e.epoch for e in events if isinstance(e, finetune.Eval)] == list(range(11))
+
+
+def test_same_seed_same_history_other_seed_other_history(tiny_models):
+    data = finetune.builtin_data()
+    a, _ = run(small_settings(tiny_models["masked"], epochs=1), data)
+    b, _ = run(small_settings(tiny_models["masked"], epochs=1), data)
+    c, _ = run(small_settings(tiny_models["masked"], epochs=1, seed=1), data)
+    assert a.history == b.history and a.eval == b.eval
+    assert a.history != c.history
+
+
+def test_stop_ends_the_run_after_the_current_step(tiny_models):
+    stop = threading.Event()
+    events = finetune.train(small_settings(tiny_models["masked"], epochs=10), finetune.builtin_data(), stop=stop)
+    steps = 0
+    for event in events:
+        if isinstance(event, finetune.Step):
+            steps += 1
+            if steps == 3:
+                stop.set()
+    assert steps == 3 and event.stopped and len(event.history) == 3
+
+
+def test_classify_uses_the_fine_tuned_model(tiny_models):
+    result, _ = run(small_settings(tiny_models["masked"], epochs=1), finetune.builtin_data())
+    probs = finetune.classify(result.run_id, "A wonderful film.")
+    assert set(probs) == {"negative", "positive"} and sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(BadInput, match="Run a fine-tuning first"):
+        finetune.classify("gone", "A wonderful film.")
+
+
+def test_builtin_data_is_balanced_with_a_fixed_split():
+    data = finetune.builtin_data()
+    assert len(data.train) + len(data.validation) >= 300
+    balance = data.balance()
+    assert balance["train"]["positive"] == balance["train"]["negative"]
+    assert balance["validation"]["positive"] == balance["validation"]["negative"]
+    assert len({t for t, _ in data.train + data.validation}) == len(data.train) + len(data.validation)
+    picked = finetune.take_train(data, 200, 0)
+    assert sum(y for _, y in picked) == 100  # balanced subset
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(learning_rate=0), "above 0"), (dict(learning_rate=2), "at most 1"), (dict(learning_rate="fast"), "number"),
+    (dict(epochs=0), "epochs"), (dict(epochs=11), "epochs"), (dict(epochs=2.5), "whole"),
+    (dict(batch_size=1), "batch size"), (dict(batch_size=65), "batch size"),
+    (dict(train_examples=7), "train examples"), (dict(train_examples=237), "between 8 and 236"),
+    (dict(strategy="bogus"), "Unknown strategy"), (dict(strategy="lora_r0"), "Unknown strategy"),
+])
+def test_bad_settings(tiny_models, kwargs, message):
+    values = dict(model=tiny_models["masked"], strategy="full", learning_rate=5e-5, epochs=3, batch_size=16,
+                  train_examples=200, seed=0)
+    values.update(kwargs)
+    with pytest.raises(BadInput, match=message):
+        finetune.check_settings(**values, max_train=len(finetune.builtin_data().train))
+
+
+def test_too_many_frozen_layers(tiny_models):
+    with pytest.raises(BadInput, match="2 layers"):
+        finetune.apply_strategy(fresh(tiny_models["masked"]), "freeze_bottom_3")
+
+
+def good_csv(rows: int = 20) -> str:
+    return "text,label\n" + "".join(f"sentence number {i},{'good' if i % 2 else 'bad'}\n" for i in range(rows))
+
+
+def test_csv_good_without_and_with_split():
+    data = finetune.parse_csv(good_csv(20).encode())
+    assert data.labels == ["bad", "good"] and len(data.train) == 16 and len(data.validation) == 4
+    with_split = "Text,Label,Split\nnice,pos,train\nbad,neg,train\n" + "".join(
+        f"x{i},{'pos' if i % 2 else 'neg'},{'validation' if i < 4 else 'train'}\n" for i in range(10))
+    data = finetune.parse_csv(with_split.encode("utf-8-sig"))
+    assert len(data.validation) == 4 and len(data.train) == 8
+    three = "text,label\n" + "".join(f"s{i},{'abc'[i % 3]}\n" for i in range(30))
+    assert finetune.parse_csv(three.encode()).labels == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"sentence,label\nhello,pos\n", "missing: text"),
+    (good_csv(20).replace("sentence number 5,good", ",good").encode(), "Row 7 has an empty"),
+    ("text,label\n" + "".join(f"s{i},same\n" for i in range(20)), "only one class"),
+    (good_csv(20).encode("utf-16"), "not UTF-8"),
+    (b"text,label\n" + b"caf\xe9,pos\n" * 20, "not UTF-8"),
+    (good_csv(5001), "more than 5,000 rows"),
+    ("text,label\n" + "x" * (5 * 1024 * 1024) + ",pos\n", "limit is 5 MB"),
+    (good_csv(6), "at least 10"),
+])
+def test_bad_csv_loads_nothing(content, message):
+    with pytest.raises(BadInput, match=message):
+        finetune.parse_csv(content.encode() if isinstance(content, str) else content)
+
+
+def test_generated_code_is_valid_training_arguments(tiny_models):
+    from transformers import TrainingArguments
+
+    for strategy in ("full", "freeze_bottom_2", "head_only", "lora_r8"):
+        s = finetune.check_settings(tiny_models["masked"], strategy, 2e-5, 4, 8, 100, 3)
+        code = finetune.training_code(s, "sentence-transformers/all-MiniLM-L6-v2")
+        call = re.search(r"args = (TrainingArguments\(.*?\n\))", code, re.S).group(1)
+        args = eval(call, {"TrainingArguments": TrainingArguments})
+        assert (args.learning_rate, args.num_train_epochs, args.per_device_train_batch_size, args.seed) == (2e-5, 4, 8, 3)
+        assert args.warmup_steps == pytest.approx(0.1)
+        compile(code, "<training code>", "exec")
+
+
+# ------------------------------------------------------------ real model
+
+
+def test_minilm_default_run_beats_from_scratch():
+    result = finetune.finetune(models.MINILM_NAME, "full", 5e-5, 3, 16, 200, 0, True)
+    assert result["accuracy_after"] >= 0.85
+    assert result["scratch"]["accuracy_after"] <= result["accuracy_after"] - 0.2
+    assert result["trainable_params"] == result["total_params"] > 20_000_000
+    assert [e["epoch"] for e in result["eval"]] == [1, 2, 3]
+
+
+# ------------------------------------------------------------ API and browser
+
+
+def test_finetune_api(client, tiny_models):
+    result = client.predict(tiny_models["masked"], "head_only", 1e-3, 1, 8, 32, 0, True, api_name="/finetune")
+    assert result["strategy"] == "head_only" and 0 < result["trainable_params"] < result["total_params"]
+    assert len(result["history"]) == 4 and result["scratch"] is not None
+    assert set(result["eval"][0]) == {"epoch", "loss", "accuracy"}
+
+
+def test_two_students_at_once_each_get_their_own_run(client, tiny_models):
+    jobs = [client.submit(tiny_models["masked"], "full", 1e-3, 1, 8, 16, seed, False, api_name="/finetune")
+            for seed in (1, 2)]
+    results = [job.result(timeout=300) for job in jobs]
+    assert results[0]["history"] != results[1]["history"]
+    assert all(len(r["history"]) == 2 for r in results)
+
+
+def test_finetune_api_bad_input(client, tiny_models):
+    with pytest.raises(AppError, match="learning rate"):
+        client.predict(tiny_models["masked"], "full", 0, 1, 8, 32, 0, False, api_name="/finetune")
+    with pytest.raises(AppError, match="Unknown strategy"):
+        client.predict(tiny_models["masked"], "half", 1e-3, 1, 8, 32, 0, False, api_name="/finetune")
+    with pytest.raises(AppError, match="causal LM"):
+        client.predict(tiny_models["causal"], "full", 1e-3, 1, 8, 32, 0, False, api_name="/finetune")
+
+
+def test_finetune_tab_in_the_browser(page):
+    page.get_by_role("tab", name="Fine-tune", exact=True).click()
+    page.get_by_text("Trainable:").first.wait_for(timeout=60000)
+    page.get_by_role("button", name="Fine-tune", exact=True).click()
+    page.get_by_text("before →").first.wait_for(timeout=120000)
+    assert page.locator(".js-plotly-plot:visible").count() >= 2  # the run's curves and the comparison
+    assert page.get_by_text("Validation accuracy:").first.is_visible()
+    page.get_by_role("button", name="Classify", exact=True).click()
+    page.get_by_text("positive").first.wait_for()
+    page.wait_for_timeout(1000)
+    screenshot(page, "finetune")
+    assert page.outside_requests == []
+
+
+def test_stop_frees_the_worker(page):
+    page.get_by_role("tab", name="Fine-tune", exact=True).click()
+    epochs = page.locator("#ft-epochs input[type=number]")
+    epochs.fill("10")
+    epochs.press("Enter")
+    page.get_by_role("button", name="Fine-tune", exact=True).click()
+    page.get_by_text(re.compile(r"step \d+ of")).first.wait_for(timeout=60000)
+    page.get_by_role("button", name="Stop", exact=True).click()
+    page.get_by_text("Stopped.").first.wait_for(timeout=10000)
+    page.wait_for_timeout(1000)  # a person's pause before the next click
+    # The worker is free again: a new run starts at once instead of queueing behind the old one.
+    page.get_by_role("button", name="Fine-tune", exact=True).click()
+    page.get_by_text(re.compile(r"step \d+ of")).first.wait_for(timeout=30000)
+    page.get_by_role("button", name="Stop", exact=True).click()
