@@ -873,8 +873,13 @@ def build_tab(demo) -> None:
     run_inputs = setting_inputs + [scratch, runs_state]
     run_outputs = [progress, curves, before_after, samples, run_id_state, runs_state, compare_plot, compare_table,
                    result_json_box]
-    run_event = run_btn.click(on_run, run_inputs, run_outputs, api_visibility="private", concurrency_id="finetune",
-                              show_progress="hidden")
+    # One run at a time on the server (UI and API share the "finetune" slot); a queued student sees
+    # their position on the curves until their run starts.
+    waiting = run_btn.click(lambda: '<div class="lab-progress"><span>Starting… If another run is in progress, yours '
+                                    'waits for it: your place in the queue shows on the chart.</span></div>',
+                            None, progress, queue=False, api_visibility="private")
+    run_event = waiting.then(on_run, run_inputs, run_outputs, api_visibility="private", concurrency_id="finetune",
+                             show_progress="minimal", show_progress_on=[curves])
     stop_btn.click(lambda: '<div class="lab-progress"><span>Stopped.</span></div>', None, progress,
                    cancels=[run_event], api_visibility="private", queue=False)
 

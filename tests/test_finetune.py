@@ -272,3 +272,47 @@ def test_stop_frees_the_worker(page):
     page.get_by_role("button", name="Fine-tune", exact=True).click()
     page.get_by_text(re.compile(r"step \d+ of")).first.wait_for(timeout=30000)
     page.get_by_role("button", name="Stop", exact=True).click()
+
+
+def test_finished_and_stopped_runs_release_their_model(tiny_models, monkeypatch):
+    import gc
+    import weakref
+
+    made = []
+    original = models.load_for_classification
+
+    def tracked(*args, **kwargs):
+        model, tokenizer = original(*args, **kwargs)
+        made.append(weakref.ref(model))
+        return model, tokenizer
+
+    monkeypatch.setattr(models, "load_for_classification", tracked)
+    data = finetune.builtin_data()
+    list(finetune.train(small_settings(tiny_models["masked"], epochs=1), data, scratch=True))  # finished
+    events = finetune.train(small_settings(tiny_models["masked"], epochs=5), data)
+    for event in events:
+        if isinstance(event, finetune.Step):
+            break
+    events.close()  # what Stop does to the running generator
+    del event, events
+    gc.collect()
+    assert len(made) == 2 and all(ref() is None for ref in made)
+
+
+def test_hub_slice_is_parsed_into_a_dataset(monkeypatch):
+    import io
+    import json
+
+    page = {"features": [{"name": "sentence", "type": {"dtype": "string"}},
+                         {"name": "label", "type": {"names": ["negative", "positive"]}}],
+            "rows": [{"row": {"sentence": f"review {i}", "label": i % 2}} for i in range(100)]}
+    monkeypatch.setattr(models, "hub_online", lambda: True)
+    urls = []
+    monkeypatch.setattr(finetune.urllib.request, "urlopen",
+                        lambda url, timeout: urls.append(url) or io.BytesIO(json.dumps(page).encode()))
+    data = finetune.hub_dataset(next(iter(finetune.HUB_DATASETS)))
+    assert data.labels == ["negative", "positive"] and len(data.train) == 300 and len(data.validation) == 100
+    assert all(u.startswith("https://datasets-server.huggingface.co/rows?dataset=stanfordnlp%2Fsst2") for u in urls)
+    monkeypatch.setattr(models, "hub_online", lambda: False)
+    with pytest.raises(BadInput, match="cannot be reached"):
+        finetune.hub_dataset(next(iter(finetune.HUB_DATASETS)))
