@@ -45,6 +45,7 @@ def main() -> None:
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
         theme=gr.themes.Default(text_size="lg"),
         css=ui.load_css(),
+        head=ui.load_head(),
         allowed_paths=[str(ui.ASSETS)],
         footer_links=["api"],
         show_error=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -251,31 +252,74 @@ def generate(model_name: str, prompt: str, strategy: str = "greedy", max_new_tok
             "ended_at_once": all(not t.strip() for t in texts)}
 
 
+class _TokenCollector:
+    """A generate() streamer that only collects the new token ids (no decoding in the generation
+    thread, unlike TextIteratorStreamer) and wakes the reader; the reader decodes what has arrived."""
+
+    def __init__(self):
+        self.ids: list[int] = []
+        self.done = False
+        self.error: BaseException | None = None
+        self.wake = threading.Event()
+        self._prompt_seen = False
+
+    def put(self, value) -> None:
+        if not self._prompt_seen:  # generate() first sends the prompt
+            self._prompt_seen = True
+            return
+        self.ids.extend(value.view(-1).tolist())
+        self.wake.set()
+
+    def end(self) -> None:
+        self.done = True
+        self.wake.set()
+
+
+STREAM_GAP = 0.04  # seconds between updates: tokens arrive in small batches, so the reader wakes less often
+
+
 def stream(model_name: str, prompt: str, strategy: str, max_new_tokens: int, temperature: float, top_k: int,
            top_p: float, num_beams: int, seed: int):
     """Greedy or sampled text as it is produced (yields the text so far). Closing the generator
     (Stop in the UI) stops generate() at the next token and frees the worker."""
-    from transformers import TextIteratorStreamer, set_seed
+    from transformers import set_seed
 
     settings = check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
     loaded, kwargs, note = _prepare(model_name, settings)
-    streamer = TextIteratorStreamer(loaded.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=120)
+    collector = _TokenCollector()
     stop = _StopFlag()
 
     def run():
         import torch
 
-        set_seed(settings["seed"])
-        with torch.no_grad():
-            loaded.model.generate(**kwargs, streamer=streamer, stopping_criteria=[stop])
+        try:
+            set_seed(settings["seed"])
+            with torch.no_grad():
+                loaded.model.generate(**kwargs, streamer=collector, stopping_criteria=[stop])
+        except BaseException as exc:  # re-raised in the reader, which the UI turns into a message
+            collector.error = exc
+        finally:
+            collector.end()
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
     text = ""
     try:
-        for piece in streamer:
-            text += piece
-            yield text
+        while True:
+            collector.wake.wait()
+            collector.wake.clear()
+            finished = collector.done
+            current = loaded.tokenizer.decode(collector.ids[:], skip_special_tokens=True)
+            if not finished:
+                current = current.rstrip("\ufffd")  # half of a multi-byte character: wait for the rest
+            if current != text:
+                text = current
+                yield text
+            if finished:
+                break
+            time.sleep(STREAM_GAP)
+        if collector.error is not None:
+            raise collector.error
     finally:
         stop.event.set()
         worker.join(timeout=30)
@@ -306,9 +350,11 @@ def distribution_figure(dist: Distribution):
     colors = ["#1d4ed8" if e.kept else "#d1d5db" for e in dist.entries]
     hover = [f"id {e.token_id}, logit {e.logit:.2f}, {'kept' if e.kept else 'cut off'}" for e in dist.entries]
     labels = [repr(e.token)[1:-1] or "∅" for e in dist.entries]
-    return plots.bar_chart(labels, [e.prob for e in dist.entries], colors=colors, hover=hover,
-                           title=f"Next token after “…{dist.prompt_tokens[-1] if dist.prompt_tokens else ''}” "
-                                 f"(grey = cut off by top-k / top-p)")
+    fig = plots.bar_chart(labels, [e.prob for e in dist.entries], colors=colors, hover=hover,
+                          title=f"Next token after “…{dist.prompt_tokens[-1] if dist.prompt_tokens else ''}” "
+                                f"(grey = cut off by top-k / top-p; click a bar to append it)")
+    fig.update_traces(customdata=[e.token_id for e in dist.entries])  # read by assets/js/bar_click.js
+    return fig
 
 
 # ---------------------------------------------------------------- tab
@@ -335,7 +381,8 @@ def build_tab(demo) -> None:
         top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="Top-p (1 = off)")
     show = gr.Button("Show the next-token distribution", variant="primary")
     summary = gr.Markdown()
-    chart = gr.Plot(label="Next-token distribution")
+    chart = gr.Plot(label="Next-token distribution (click a bar to append that token)", elem_id="nt-chart")
+    clicked = gr.Textbox(elem_id="nt-clicked", elem_classes=["lab-offscreen"], label="clicked token", container=False)
     dist_json = gr.JSON(label="Result (as the API returns it)", open=False)
     with gr.Accordion("One token at a time", open=True):
         with gr.Row():
@@ -446,6 +493,16 @@ def build_tab(demo) -> None:
                      api_visibility="private")
     pick.input(on_pick, [prompt, model, history, pick, temperature, top_k, top_p], step_outputs,
                api_visibility="private")
+
+    @ui.friendly
+    def on_bar_click(prompt_in, model_name, hist, clicked_value, t, k, p):
+        token_id = clicked_value.split(":", 1)[0] if clicked_value else ""
+        if not token_id.isdigit():
+            return (gr.skip(),) * len(step_outputs)
+        return append(prompt_in, model_name, hist, int(token_id), "clicked", t, k, p)
+
+    clicked.change(on_bar_click, [prompt, model, history, clicked, temperature, top_k, top_p], step_outputs,
+                  api_visibility="private")
 
     @ui.friendly
     def on_draw(prompt_in, model_name, t, k, p, seed_in):

@@ -87,3 +87,8 @@ def placeholder_tab(what_it_will_do: str) -> None:
 
 def load_css() -> str:
     return (ASSETS / "lab.css").read_text()
+
+
+def load_head() -> str:
+    """Page-level scripts (assets/js/*.js), inlined into <head>: gr.HTML never runs scripts."""
+    return "".join(f"<script>\n{path.read_text()}\n</script>\n" for path in sorted((ASSETS / "js").glob("*.js")))

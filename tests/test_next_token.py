@@ -220,3 +220,19 @@ def test_next_token_tab_draws_the_chart_and_streams(page):
     page.wait_for_timeout(2000)
     screenshot(page, "next-token")
     assert page.outside_requests == []
+
+
+def test_clicking_a_bar_appends_that_token(page):
+    page.get_by_role("tab", name="Next token").click()
+    bars = page.locator("#nt-chart .js-plotly-plot g.point path")
+    bars.first.wait_for(timeout=60000)
+    page.wait_for_timeout(1000)
+    prompt = page.get_by_label("Prompt").first
+    before = prompt.input_value()
+    third = page.evaluate("() => document.querySelector('#nt-chart .js-plotly-plot').data[0].y[2]")
+    box = bars.nth(2).bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # as a student clicks
+    page.wait_for_function("([el, old]) => el.value !== old", arg=[prompt.element_handle(), before], timeout=30000)
+    appended = prompt.input_value()[len(before):]
+    assert repr(appended)[1:-1] == third  # the chart labels tokens as repr() without quotes
+    page.get_by_text("clicked", exact=True).first.wait_for(state="attached")  # the record says how it was chosen
