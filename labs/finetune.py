@@ -660,7 +660,8 @@ def build_tab(demo) -> None:
         with gr.Row():
             source = gr.Radio(sources, value=sources[0], label="Data", scale=2)
             upload = gr.File(label="CSV file (UTF-8, columns text,label; optional split = train/validation; "
-                                   "≤ 5,000 rows, ≤ 5 MB)", file_types=[".csv"], type="binary", visible=False, scale=2)
+                                   "≤ 5,000 rows, ≤ 5 MB)", file_types=[".csv"], type="binary", visible=False, scale=2,
+                             elem_id="ft-upload")
         data_note = gr.Markdown()
         preview = gr.Dataframe(headers=["text", "label", "split"], interactive=False, label="A few rows", wrap=True)
     with gr.Accordion("2. Model and strategy", open=True):
@@ -752,11 +753,15 @@ def build_tab(demo) -> None:
     data_outputs = [upload, data_state, data_note, preview, train_examples]
     source.change(on_source, source, data_outputs, api_visibility="private")
 
-    @ui.friendly
     def on_upload(blob):
         if blob is None:
             return gr.update(), None, "Upload a CSV file with the columns text,label.", None, gr.update()
-        data = parse_csv(bytes(blob))
+        try:
+            data = parse_csv(bytes(blob))
+        except BadInput as exc:  # the file is cleared so that the student can drop a corrected one
+            return (gr.update(value=None), None, ui.notice(ui.esc(f"{exc} Nothing from this file was loaded; "
+                                                                  "runs use the built-in set until a file loads.")),
+                    None, gr.update(maximum=len(builtin.train)))
         note, rows = describe_data(data)
         return (gr.update(), data, note, rows,
                 gr.update(maximum=len(data.train), value=min(DEFAULTS["train_examples"], len(data.train))))

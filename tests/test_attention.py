@@ -257,3 +257,13 @@ def test_downloaded_view_draws_offline_on_its_own(page, browser, tmp_path):
     assert standalone.locator("svg line").count() > 50
     assert [u for u in requests if not u.startswith("file:")] == []
     offline.close()
+
+
+def test_compare_encoder_and_causal_in_the_browser(page):
+    page.get_by_role("tab", name="Attention", exact=True).click()
+    page.get_by_text("Compare: an encoder and a causal LM").click()
+    page.get_by_role("button", name="Compare (last layer, average over heads)").click()
+    page.get_by_text("Causal LM:").first.wait_for(timeout=60000)
+    notes = page.get_by_text("Attention above the diagonal").all_inner_texts()
+    causal_note = next(n for n in notes if n.startswith("Causal LM"))
+    assert "last layer: 0.000" in causal_note  # a causal LM never looks at the future

@@ -316,3 +316,18 @@ def test_hub_slice_is_parsed_into_a_dataset(monkeypatch):
     monkeypatch.setattr(models, "hub_online", lambda: False)
     with pytest.raises(BadInput, match="cannot be reached"):
         finetune.hub_dataset(next(iter(finetune.HUB_DATASETS)))
+
+
+def test_a_bad_csv_upload_gives_a_message_in_the_browser(page, tmp_path):
+    page.get_by_role("tab", name="Fine-tune", exact=True).click()
+    page.get_by_text("Trainable:").first.wait_for(timeout=60000)
+    page.get_by_label("Upload a CSV (text,label)").check()
+    bad = tmp_path / "reviews.csv"
+    bad.write_text("sentence,stars\nnice,5\n")
+    page.locator("#ft-upload input[type=file]").set_input_files(str(bad))
+    page.get_by_text("missing: text, label").first.wait_for(timeout=30000)
+    page.get_by_text("Nothing from this file was loaded").first.wait_for()
+    good = tmp_path / "good.csv"
+    good.write_text(good_csv(40))
+    page.locator("#ft-upload input[type=file]").set_input_files(str(good))
+    page.get_by_text("32 training and 8 validation").first.wait_for(timeout=30000)
