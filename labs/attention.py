@@ -104,15 +104,12 @@ def run(model_name: str, text: str, text_b: str = "") -> AttentionRun:
     text, text_b = check_text(text), (text_b or "").strip()[:MAX_CHARS]
     loaded = models.load(model_name)
     ids, segments, b_start = encode(loaded.tokenizer, text, text_b)
+    limit = min(MAX_TOKENS, getattr(loaded.model.config, "max_position_embeddings", None) or MAX_TOKENS)
     note = ""
-    if len(ids) > MAX_TOKENS:
-        note = f"Your text has {len(ids)} tokens; the views show the first {MAX_TOKENS}."
-        ids, segments = ids[:MAX_TOKENS], segments[:MAX_TOKENS]
-        b_start = b_start if b_start is not None and b_start < MAX_TOKENS else None
-    max_positions = getattr(loaded.model.config, "max_position_embeddings", None) or MAX_TOKENS
-    if len(ids) > max_positions:
-        note = f"This model reads at most {max_positions} tokens; the views show the first {max_positions}."
-        ids, segments = ids[:max_positions], segments[:max_positions]
+    if len(ids) > limit:
+        note = f"Your text has {len(ids)} tokens; the views show the first {limit}."
+        ids, segments = ids[:limit], segments[:limit]
+        b_start = b_start if b_start is not None and b_start < limit else None  # B may be cut off entirely
     inputs = {"input_ids": torch.tensor([ids], device=loaded.device)}
     if b_start is not None and loaded.tokenizer.sep_token is not None and "token_type_ids" in \
             loaded.tokenizer.model_input_names:
@@ -331,7 +328,7 @@ def iframe(document: str, height: int, title: str) -> str:
             f'srcdoc="{html.escape(document, quote=True)}"></iframe>')
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)  # at 128 tokens a bert-base view is several MB of HTML
 def views(model_name: str, text: str, text_b: str = "") -> dict[str, str]:
     """Both views as iframes for the app page (cached per text, like the forward pass)."""
     r = run(model_name, text, text_b)
@@ -401,8 +398,8 @@ def head_map_rows(entropy: np.ndarray, patterns: list[list[str]]) -> list[list[s
 def pattern_legend(patterns: list[list[str]]) -> str:
     """Colour chips with each pattern's short name and how many heads have it (HTML, no user text)."""
     counts = pattern_counts(patterns)
-    chips = "".join(f'<span class="lab-chip" style="background:{PATTERN_COLOURS[p]}"><b>{SHORT[p]}</b> = {html.escape(p)}'
-                    f": {c}</span> " for p, c in counts.items())
+    chips = "".join(f'<span class="lab-chip" style="background:{PATTERN_COLOURS[p]}">'
+                    f"<b>{SHORT[p]}</b> = {html.escape(p)}: {c}</span> " for p, c in counts.items())
     return f'<div class="lab-legend">{chips}</div>'
 
 

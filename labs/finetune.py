@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import functools
 import gc
 import io
 import itertools
@@ -407,7 +408,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
     phase = "from scratch" if scratch else "pre-trained"
     started = time.perf_counter()
     model, tokenizer = models.load_for_classification(s.model, len(data.labels), scratch=scratch, seed=s.seed)
-    optimizer = None
+    optimizer = scheduler = None
     keep = False
     try:
         torch.manual_seed(s.seed)  # LoRA's adapters start from this seed too
@@ -458,7 +459,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
     finally:
         if not keep:
             del model
-        del optimizer
+        del optimizer, scheduler  # the Adam state is twice the size of the trainable weights
         gc.collect()
 
 
@@ -535,6 +536,7 @@ def finetune(model: str, strategy: str, learning_rate: float, epochs: int, batch
             "scratch": result_json(results[1]) if len(results) > 1 else None}
 
 
+@functools.lru_cache(maxsize=64)  # the counts never change; every visitor's page asks on load
 def param_summary(model_name: str, strategy: str, lora_targets: str = "query, value") -> dict:
     """Trainable / total parameters for a strategy, counted on the real model before any run."""
     model, _ = models.load_for_classification(model_name, 2)
@@ -563,7 +565,8 @@ def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
                       "    p.requires_grad = name.startswith((\"classifier\", \"bert.pooler\"))"),
         "lora": (f"from peft import LoraConfig, TaskType, get_peft_model\n"
                  f"model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r={n}, lora_alpha={2 * n},\n"
-                 f"    target_modules={list(LORA_TARGETS[s.lora_targets])}, modules_to_save=[\"classifier\", \"pooler\"]))\n"
+                 f"    target_modules={list(LORA_TARGETS[s.lora_targets])},\n"
+                 f"    modules_to_save=[\"classifier\", \"pooler\"]))\n"
                  f"model.print_trainable_parameters()"),
     }[kind]
     return f'''from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments
@@ -681,8 +684,8 @@ def build_tab(demo) -> None:
         with gr.Row():
             epochs = gr.Slider(*LIMITS["epochs"], value=DEFAULTS["epochs"], step=1, label="Epochs", elem_id="ft-epochs")
             batch_size = gr.Slider(*LIMITS["batch_size"], value=DEFAULTS["batch_size"], step=1, label="Batch size")
-            train_examples = gr.Slider(LIMITS["train_examples"][0], len(builtin.train), value=DEFAULTS["train_examples"],
-                                       step=1, label="Training examples")
+            train_examples = gr.Slider(LIMITS["train_examples"][0], len(builtin.train),
+                                       value=DEFAULTS["train_examples"], step=1, label="Training examples")
         with gr.Row():
             warmup = gr.Slider(0, 0.5, value=DEFAULTS["warmup_ratio"], step=0.05, label="Warm-up ratio")
             decay = gr.Slider(0, 0.5, value=DEFAULTS["weight_decay"], step=0.01, label="Weight decay")

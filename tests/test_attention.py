@@ -243,7 +243,8 @@ def test_attention_tab_in_the_browser(page):
 
 def test_downloaded_view_draws_offline_on_its_own(page, browser, tmp_path):
     page.get_by_role("tab", name="Attention", exact=True).click()
-    page.frame_locator('iframe[title^="bertviz head view"]').locator("svg line").first.wait_for(state="attached", timeout=90000)
+    head_frame = page.frame_locator('iframe[title^="bertviz head view"]')
+    head_frame.locator("svg line").first.wait_for(state="attached", timeout=90000)
     with page.expect_download(timeout=60000) as download:
         page.get_by_role("button", name="Download this view").first.click()
     saved = tmp_path / "view.html"

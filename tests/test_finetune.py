@@ -201,7 +201,8 @@ def test_generated_code_is_valid_training_arguments(tiny_models):
         code = finetune.training_code(s, "sentence-transformers/all-MiniLM-L6-v2")
         call = re.search(r"args = (TrainingArguments\(.*?\n\))", code, re.S).group(1)
         args = eval(call, {"TrainingArguments": TrainingArguments})
-        assert (args.learning_rate, args.num_train_epochs, args.per_device_train_batch_size, args.seed) == (2e-5, 4, 8, 3)
+        assert (args.learning_rate, args.num_train_epochs, args.per_device_train_batch_size, args.seed) == \
+            (2e-5, 4, 8, 3)
         assert args.warmup_steps == pytest.approx(0.1)
         compile(code, "<training code>", "exec")
 
