@@ -40,6 +40,7 @@ _ALIASES = {"query": ("query", "q_lin", "q_proj"), "key": ("key", "k_lin", "k_pr
             "value": ("value", "v_lin", "v_proj")}  # BERT, DistilBERT, Llama-style names
 HEAD_NAMES = ("pooler", "pre_classifier", "classifier")  # what "the head" means for BERT / DistilBERT
 SAMPLE_SENTENCES = 6  # validation sentences shown before / after
+REDRAW_SECONDS = 1.0  # live curves: often enough to watch, rarely enough not to slow the run
 KEEP_FINISHED = 4  # fine-tuned models kept for the "classify a sentence" box, across all users
 HUB_DATASETS = {"SST-2 (stanfordnlp/sst2, a 400-sentence slice)": ("stanfordnlp/sst2", "sentence")}
 
@@ -842,8 +843,8 @@ def build_tab(demo) -> None:
                     record["history"].append({"step": event.step, "loss": event.loss})
                 else:
                     record["eval"].append({"epoch": event.epoch, "accuracy": event.accuracy})
-                # Redraw at most twice a second (and after every evaluation): drawing must not slow training.
-                if isinstance(event, Eval) or time.perf_counter() - last_draw > 0.5:
+                # Redraw at most once a second (and after every evaluation): drawing must not slow training.
+                if isinstance(event, Eval) or time.perf_counter() - last_draw > REDRAW_SECONDS:
                     last_draw = time.perf_counter()
                     yield (progress_html(event, phases, phase_index), curves_figure(list(live.values()), "Training…"),
                            gr.update(), gr.update(), gr.update(), runs, gr.update(), gr.update(), gr.update())
