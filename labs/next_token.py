@@ -259,7 +259,7 @@ class _TokenCollector:
     def __init__(self):
         self.ids: list[int] = []
         self.done = False
-        self.error: BaseException | None = None
+        self.error: Exception | None = None
         self.wake = threading.Event()
         self._prompt_seen = False
 
@@ -296,7 +296,7 @@ def stream(model_name: str, prompt: str, strategy: str, max_new_tokens: int, tem
             set_seed(settings["seed"])
             with torch.no_grad():
                 loaded.model.generate(**kwargs, streamer=collector, stopping_criteria=[stop])
-        except BaseException as exc:  # re-raised in the reader, which the UI turns into a message
+        except Exception as exc:  # re-raised in the reader, which the UI turns into a message
             collector.error = exc
         finally:
             collector.end()
@@ -501,8 +501,9 @@ def build_tab(demo) -> None:
             return (gr.skip(),) * len(step_outputs)
         return append(prompt_in, model_name, hist, int(token_id), "clicked", t, k, p)
 
+    # .change, not .input: the value is set by assets/js/bar_click.js, never typed.
     clicked.change(on_bar_click, [prompt, model, history, clicked, temperature, top_k, top_p], step_outputs,
-                  api_visibility="private")
+                   api_visibility="private")
 
     @ui.friendly
     def on_draw(prompt_in, model_name, t, k, p, seed_in):

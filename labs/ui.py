@@ -81,10 +81,6 @@ def notice(escaped_text: str) -> str:
     return f"⚠️ {escaped_text}"
 
 
-def placeholder_tab(what_it_will_do: str) -> None:
-    gr.Markdown(f"**Coming soon.** {what_it_will_do}", elem_classes=["lab-explainer"])
-
-
 def load_css() -> str:
     return (ASSETS / "lab.css").read_text()
 
