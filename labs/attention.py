@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from labs import models, plots
-from labs.errors import BadInput
+from labs.errors import BadInput, check_int
 
 TITLE = "Attention"
 MAX_TOKENS = 128
@@ -190,19 +190,10 @@ def summary(model_name: str, text: str, text_b: str = "") -> tuple[np.ndarray, l
     return entropy_map(r), pattern_map(r)
 
 
-def as_index(value, what: str) -> int:
-    try:
-        if float(value) != int(float(value)):
-            raise ValueError
-        return int(float(value))
-    except (TypeError, ValueError):
-        raise BadInput(f"The {what} must be a whole number counted from 0, not {str(value)[:20]!r}.") from None
-
-
 def attention_result(text: str, model_name: str, text_b: str = "", layer: int = 0, head: int = 0) -> dict:
     """The `attention` API's JSON."""
     text_b = text_b or ""
-    layer, head = as_index(layer, "layer"), as_index(head, "head")
+    layer, head = check_int(layer, "The layer (counted from 0)"), check_int(head, "The head (counted from 0)")
     r = run(model_name, text, text_b)
     weights = head_weights(r, layer, head)
     entropy, patterns = summary(model_name, text, text_b)
@@ -426,8 +417,8 @@ def all_views(model_name: str, text: str, text_b: str = "", layer: int = 0, head
     """Every view of the lab from one cached forward pass. Layer and head are clamped to the model."""
     text_b = text_b or ""
     r = run(model_name, text, text_b)
-    layer = min(max(as_index(layer, "layer"), 0), r.num_layers - 1)
-    head = None if head is None else min(max(as_index(head, "head"), 0), r.num_heads - 1)
+    layer = min(max(check_int(layer, "The layer"), 0), r.num_layers - 1)
+    head = None if head is None else min(max(check_int(head, "The head"), 0), r.num_heads - 1)
     entropy, patterns = summary(model_name, text, text_b)
     return AllViews(r, entropy, patterns, views(model_name, text, text_b), standalone_files(model_name, text, text_b),
                     head_figure(r, layer, head), layer_grid_figure(r, layer, patterns),

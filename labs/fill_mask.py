@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from labs import models, next_token
-from labs.errors import BadInput
+from labs.errors import BadInput, check_int
 
 TITLE = "Fill in the blank"
 MAX_BLANKS = 10
@@ -66,13 +66,7 @@ def check_text(text) -> str:
 
 
 def check_top_k(top_k) -> int:
-    try:
-        k = int(top_k)
-    except (TypeError, ValueError):
-        raise BadInput("Top-k must be a whole number from 1 to 20.") from None
-    if not TOP_K_RANGE[0] <= k <= TOP_K_RANGE[1] or k != float(top_k):
-        raise BadInput(f"Top-k must be a whole number from 1 to 20, not {top_k}.")
-    return k
+    return check_int(top_k, "Top-k", *TOP_K_RANGE)
 
 
 def with_mask_token(text: str, mask_token: str) -> str:

@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import math
+import random
 import re
 import threading
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs import models, plots
-from labs.errors import BadInput
+from labs.errors import BadInput, check_int
 
 TITLE = "Fine-tune"
 BUILTIN_CSV = Path(__file__).resolve().parent.parent / "assets" / "sentiment.csv"
@@ -77,8 +78,6 @@ def rows_to_dataset(name: str, rows: list[tuple[str, str, str]]) -> Dataset:
         else:
             unsplit[y].append(text)
     for y, texts in unsplit.items():
-        import random
-
         random.Random(0).shuffle(texts)
         cut = max(1, round(len(texts) * 0.2))
         validation += [(t, y) for t in texts[:cut]]
@@ -157,8 +156,6 @@ def hub_dataset(title: str, n_train: int = 300, n_validation: int = 100) -> Data
 
 def take_train(data: Dataset, n: int, seed: int) -> list[tuple[str, int]]:
     """n training examples, balanced across classes (round robin over each class shuffled by seed)."""
-    import random
-
     rng = random.Random(seed)
     by_class = [[row for row in data.train if row[1] == y] for y in range(len(data.labels))]
     for rows in by_class:
@@ -184,14 +181,14 @@ class Settings:
     lora_targets: str = "query, value"
 
 
-def _number(value, what: str, kind=float):
+def _number(value, what: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise BadInput(f"The {what} must be a number, not {str(value)[:20]!r}.") from None
-    if not math.isfinite(number) or (kind is int and number != int(number)):
-        raise BadInput(f"The {what} must be a {'whole ' if kind is int else ''}number, not {value!r}.")
-    return kind(number)
+    if not math.isfinite(number):
+        raise BadInput(f"The {what} must be a number, not {value!r}.")
+    return number
 
 
 def check_settings(model: str, strategy: str, learning_rate, epochs, batch_size, train_examples, seed,
@@ -202,7 +199,7 @@ def check_settings(model: str, strategy: str, learning_rate, epochs, batch_size,
         raise BadInput(f"The learning rate must be above 0 and at most 1 (typical: 2e-5 to 5e-5); got {lr:g}.")
     values = {}
     for what, value in (("epochs", epochs), ("batch_size", batch_size), ("train_examples", train_examples)):
-        values[what] = _number(value, what.replace("_", " "), int)
+        values[what] = check_int(value, f"The {what.replace('_', ' ')}")
         low, high = LIMITS[what]
         high = min(high, max_train) if what == "train_examples" and max_train else high
         if not low <= values[what] <= high:
@@ -214,7 +211,7 @@ def check_settings(model: str, strategy: str, learning_rate, epochs, batch_size,
     if lora_targets not in LORA_TARGETS:
         raise BadInput(f"LoRA targets are one of: {', '.join(LORA_TARGETS)}.")
     return Settings(models.get_choice(model).name, strategy, lr, values["epochs"], values["batch_size"],
-                    values["train_examples"], _number(seed, "seed", int), warmup, decay, lora_targets)
+                    values["train_examples"], check_int(seed, "The seed"), warmup, decay, lora_targets)
 
 
 def parse_strategy(strategy: str) -> tuple[str, int]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labs import models
-from labs.errors import BadInput
+from labs.errors import BadInput, check_int
 
 TITLE = "Next token"
 TOP_N = 20
@@ -41,16 +41,6 @@ def check_knobs(temperature, top_k, top_p) -> tuple[float, int, float]:
     if top_k_f < 0 or top_k_f != int(top_k_f):
         raise BadInput(f"Top-k must be a whole number, 0 (off) or more, not {top_k}.")
     return temperature, int(top_k_f), top_p
-
-
-def check_int(value, name: str, low: int, high: int) -> int:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise BadInput(f"{name} must be a whole number from {low} to {high}.") from None
-    if f != int(f) or not low <= f <= high:
-        raise BadInput(f"{name} must be a whole number from {low} to {high}, not {value}.")
-    return int(f)
 
 
 # ---------------------------------------------------------------- the distribution
