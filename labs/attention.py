@@ -413,15 +413,23 @@ class AllViews:
     result: dict  # the API's JSON
 
 
-def all_views(model_name: str, text: str, text_b: str = "", layer: int = 0, head: int | None = 0) -> AllViews:
-    """Every view of the lab from one cached forward pass. Layer and head are clamped to the model."""
-    text_b = text_b or ""
+def heatmap_figures(model_name: str, text: str, text_b: str, layer, head) -> tuple[int, int | None, object, object]:
+    """The chosen head's heatmap (head None = the average) and the layer's grid, with layer and
+    head clamped to what the model has (the sliders may still show another model's range)."""
     r = run(model_name, text, text_b)
     layer = min(max(check_int(layer, "The layer"), 0), r.num_layers - 1)
     head = None if head is None else min(max(check_int(head, "The head"), 0), r.num_heads - 1)
+    _, patterns = summary(model_name, text, text_b)
+    return layer, head, head_figure(r, layer, head), layer_grid_figure(r, layer, patterns)
+
+
+def all_views(model_name: str, text: str, text_b: str = "", layer: int = 0, head: int | None = 0) -> AllViews:
+    """Every view of the lab from one cached forward pass."""
+    text_b = text_b or ""
+    layer, head, head_fig, grid_fig = heatmap_figures(model_name, text, text_b, layer, head)
     entropy, patterns = summary(model_name, text, text_b)
-    return AllViews(r, entropy, patterns, views(model_name, text, text_b), standalone_files(model_name, text, text_b),
-                    head_figure(r, layer, head), layer_grid_figure(r, layer, patterns),
+    return AllViews(run(model_name, text, text_b), entropy, patterns, views(model_name, text, text_b),
+                    standalone_files(model_name, text, text_b), head_fig, grid_fig,
                     attention_result(text, model_name, text_b, layer, 0 if head is None else head))
 
 
@@ -529,11 +537,7 @@ def build_tab(demo) -> None:
 
     @ui.friendly
     def on_heatmap(text_in, text_b_in, model_name, layer_i, head_i, avg):
-        r = run(model_name, text_in, text_b_in or "")
-        layer_i = min(int(layer_i), r.num_layers - 1)
-        head_arg = None if avg else min(int(head_i), r.num_heads - 1)
-        _, patterns = summary(model_name, text_in, text_b_in or "")
-        return head_figure(r, layer_i, head_arg), layer_grid_figure(r, layer_i, patterns)
+        return heatmap_figures(model_name, text_in, text_b_in or "", layer_i, None if avg else head_i)[2:]
 
     for control in (layer, head):
         control.release(on_heatmap, show_inputs, [head_plot, grid_plot], api_visibility="private")

@@ -515,8 +515,16 @@ def run_experiment(s: Settings, data: Dataset, compare_scratch: bool = False, st
             return
 
 
-def result_json(result: RunResult) -> dict:
-    return {"accuracy_after": result.accuracy_after, "history": result.history, "eval": result.eval}
+def experiment_json(results: list[RunResult]) -> dict:
+    """The `finetune` API's JSON for a pre-trained run and, if it was asked for, its from-scratch twin."""
+    main = results[0]
+    scratch = results[1] if len(results) > 1 else None
+    return {"model": main.settings.model, "strategy": main.settings.strategy,
+            "trainable_params": main.trainable_params, "total_params": main.total_params,
+            "history": main.history, "eval": main.eval, "accuracy_before": main.accuracy_before,
+            "accuracy_after": main.accuracy_after, "seconds": round(sum(r.seconds for r in results), 3),
+            "scratch": None if scratch is None else {"accuracy_after": scratch.accuracy_after,
+                                                     "history": scratch.history, "eval": scratch.eval}}
 
 
 def finetune(model: str, strategy: str, learning_rate: float, epochs: int, batch_size: int, train_examples: int,
@@ -525,13 +533,7 @@ def finetune(model: str, strategy: str, learning_rate: float, epochs: int, batch
     data = builtin_data()
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                        max_train=len(data.train))
-    results = [e for e in run_experiment(s, data, bool(compare_scratch)) if isinstance(e, RunResult)]
-    main = results[0]
-    return {"model": s.model, "strategy": s.strategy, "trainable_params": main.trainable_params,
-            "total_params": main.total_params, "history": main.history, "eval": main.eval,
-            "accuracy_before": main.accuracy_before, "accuracy_after": main.accuracy_after,
-            "seconds": round(sum(r.seconds for r in results), 3),
-            "scratch": result_json(results[1]) if len(results) > 1 else None}
+    return experiment_json([e for e in run_experiment(s, data, bool(compare_scratch)) if isinstance(e, RunResult)])
 
 
 @functools.lru_cache(maxsize=64)  # the counts never change; every visitor's page asks on load
@@ -866,15 +868,10 @@ def build_tab(demo) -> None:
                              "epochs": r.settings.epochs, "trainable": r.trainable_params,
                              "before": r.accuracy_before, "after": r.accuracy_after, "seconds": r.seconds}
                             for r, rec in zip(finished, records)])[-5:]
-        api_like = {"model": s.model, "strategy": s.strategy, "trainable_params": main.trainable_params,
-                    "total_params": main.total_params, "history": main.history, "eval": main.eval,
-                    "accuracy_before": main.accuracy_before, "accuracy_after": main.accuracy_after,
-                    "seconds": round(sum(r.seconds for r in finished), 3),
-                    "scratch": result_json(finished[1]) if len(finished) > 1 else None}
         yield ('<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>',
                curves_figure(records, "Pre-trained vs from scratch" if len(records) > 1 else "Fine-tuning"),
                "\n\n".join(summary_md), sample_frame(finished), main.run_id, new_runs,
-               curves_figure(new_runs, "Your last runs"), runs_table(new_runs), api_like)
+               curves_figure(new_runs, "Your last runs"), runs_table(new_runs), experiment_json(finished))
 
     run_inputs = setting_inputs + [scratch, runs_state]
     run_outputs = [progress, curves, before_after, samples, run_id_state, runs_state, compare_plot, compare_table,
