@@ -104,7 +104,7 @@ def run(model_name: str, text: str, text_b: str = "") -> AttentionRun:
     text, text_b = check_text(text), (text_b or "").strip()[:MAX_CHARS]
     loaded = models.load(model_name)
     ids, segments, b_start = encode(loaded.tokenizer, text, text_b)
-    limit = min(MAX_TOKENS, getattr(loaded.model.config, "max_position_embeddings", None) or MAX_TOKENS)
+    limit = min(MAX_TOKENS, loaded.max_tokens)
     note = ""
     if len(ids) > limit:
         note = f"Your text has {len(ids)} tokens; the views show the first {limit}."

@@ -87,7 +87,7 @@ def encode(loaded: models.LoadedModel, text: str):
 
     tokenizer = loaded.tokenizer
     enc = tokenizer(with_mask_token(check_text(text), tokenizer.mask_token), return_tensors="pt")
-    limit = min(tokenizer.model_max_length, getattr(loaded.model.config, "max_position_embeddings", 10**9))
+    limit = loaded.max_tokens
     n = enc["input_ids"].shape[1]
     if n > limit:
         raise BadInput(f"Your text is {n} tokens long; this model reads at most {limit}. "

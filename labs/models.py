@@ -67,6 +67,12 @@ class LoadedModel:
     def source(self) -> str:
         return self.choice.source
 
+    @property
+    def max_tokens(self) -> int:
+        """The longest input this model reads: the tokenizer's limit or the position table, if smaller."""
+        positions = getattr(self.model.config, "max_position_embeddings", None) or 10**9
+        return min(self.tokenizer.model_max_length, positions)
+
 
 HUB_MODELS = (
     ModelChoice("bert-base-uncased", "masked", "hub", "bert-base-uncased",

@@ -61,7 +61,7 @@ def prompt_ids(loaded: models.LoadedModel, prompt: str) -> tuple[list[int], str]
     if not ids:
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         ids = [start]
-    limit = min(tokenizer.model_max_length, getattr(loaded.model.config, "max_position_embeddings", 10**9)) - 1
+    limit = loaded.max_tokens - 1  # room for the token it predicts
     if len(ids) > limit:
         return ids[-limit:], f"The prompt is {len(ids)} tokens; the model reads {limit}, so only the end was kept."
     return ids, ""
