@@ -259,6 +259,23 @@ def loaded_names() -> list[str]:
     return list(_loaded)
 
 
+_transformers_ready = False
+
+
+def _import_transformers() -> None:
+    """Resolve, once, every transformers name the labs use. transformers imports its names lazily
+    on first use, and two threads resolving names at once (the first page load runs several labs'
+    handlers together) can receive a half-imported module ("cannot import name 'AutoConfig'").
+    Called with _load_lock held; every lab loads a model before it uses transformers, so later
+    imports only read names that are already there."""
+    global _transformers_ready
+    if not _transformers_ready:
+        from transformers import (AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM,  # noqa: F401
+                                  AutoModelForSequenceClassification, AutoTokenizer,
+                                  get_linear_schedule_with_warmup, set_seed)
+        _transformers_ready = True
+
+
 def load(name: str) -> LoadedModel:
     """Load a registry model once per process (thread-safe) and return it, in eval mode.
 
@@ -270,6 +287,7 @@ def load(name: str) -> LoadedModel:
     with _load_lock:
         if choice.name not in _loaded:
             started = time.perf_counter()
+            _import_transformers()
             model, tokenizer = _load_uncached(choice)
             device = pick_device()
             model.to(device).eval()
@@ -316,7 +334,6 @@ def load_for_classification(name: str, num_labels: int, *, scratch: bool = False
     initialised from `seed`; with scratch=True every weight is random (same architecture). Each run
     gets its own copy so that runs never share weights, and the copy is freed when the run ends."""
     import torch
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     choice = get_choice(name)
     if choice.family == "causal":
@@ -326,6 +343,9 @@ def load_for_classification(name: str, num_labels: int, *, scratch: bool = False
         # One load at a time in the whole process: transformers builds models on the "meta" device
         # through process-wide patches, so a load in another thread can receive empty tensors.
         with _load_lock:
+            _import_transformers()
+            from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
             if choice.name not in _tokenizers:
                 _tokenizers[choice.name] = AutoTokenizer.from_pretrained(choice.location, **kwargs)
             torch.manual_seed(seed)  # the new head (or every weight, from scratch) starts from this seed

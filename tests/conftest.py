@@ -118,6 +118,11 @@ def app_server(tiny_models):
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
+    # Bad input is refused with a friendly message; anything the labs log as an ERROR reached a
+    # student as "Something went wrong" (a page load included), so the run fails.
+    errors = [line for line in (WORK / "app.log").read_text().splitlines() if " ERROR labs." in line]
+    if errors:
+        pytest.fail("the app logged unexpected errors:\n" + "\n".join(errors[:5]) + f"\nsee {WORK / 'app.log'}")
 
 
 @pytest.fixture(scope="session")
