@@ -10,9 +10,14 @@ import os
 
 import gradio as gr
 
-from labs import attention, fill_mask, finetune, masks, models, next_token, ui
+from labs import models, ui
+from labs.attention import tab as attention
+from labs.fill_mask import tab as fill_mask
+from labs.finetune import tab as finetune
+from labs.masks import tab as masks
+from labs.next_token import tab as next_token
 
-# A new lab is a new module with TITLE and build_tab(), plus one entry here.
+# A new lab is a new folder with a tab.py (TITLE and build(demo)), plus one entry here.
 LABS = (fill_mask, next_token, masks, attention, finetune)
 
 HEADER = """# LM Lab
@@ -24,14 +29,13 @@ def build_app() -> gr.Blocks:
         gr.Markdown(HEADER)
         status = gr.Markdown("Checking device and models…", elem_id="lab-status")
         for lab in LABS:
-            with gr.Tab(lab.TITLE, id=lab.__name__.rsplit(".", 1)[-1]):
-                lab.build_tab(demo)
-        gr.api(models.describe_models, api_name="models",
-               api_description="Every model this server offers, its family and source, and what is loaded.")
+            with gr.Tab(lab.TITLE, id=lab.__name__.split(".")[1]):
+                lab.build(demo)
+        ui.api(models.describe_models, "models",
+               "Every model this server offers, its family and source, and what is loaded.")
         # The status line fills in after the page is up (it may import torch), then follows loads.
-        demo.load(models.status_line, outputs=status, api_visibility="private", queue=False)
-        gr.Timer(5).tick(models.status_line, outputs=status, api_visibility="private", queue=False,
-                         show_progress="hidden")
+        ui.wire(demo.load, models.status_line, outputs=status, queue=False)
+        ui.wire(gr.Timer(5).tick, models.status_line, outputs=status, queue=False, show_progress="hidden")
     # Each event is its own concurrency group of 1; the queue bounds how many wait.
     demo.queue(max_size=64, default_concurrency_limit=1)
     return demo

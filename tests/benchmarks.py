@@ -63,7 +63,8 @@ def build_models() -> None:
 def bench_fill_mask(rows: list) -> None:
     from transformers import pipeline
 
-    from labs import fill_mask, models
+    from labs import models
+    from labs.fill_mask import compute as fill_mask
 
     loaded = models.load(BERT.name)
     pipe = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer, device="cpu")
@@ -79,7 +80,9 @@ def bench_fill_mask(rows: list) -> None:
 def bench_next_token(rows: list) -> None:
     import torch
 
-    from labs import models, next_token
+    from labs import models
+    from labs.next_token import compute as next_token
+    from labs.next_token import generation
 
     loaded = models.load(GPT2.name)
     prompt = "Once upon a time, there was a small village by the river"
@@ -91,14 +94,14 @@ def bench_next_token(rows: list) -> None:
                                   do_sample=False, pad_token_id=0)
 
     def ours():
-        list(next_token.stream(GPT2.name, prompt, "greedy", 50, 1.0, 0, 1.0, 1, 0))
+        list(generation.stream(GPT2.name, prompt, "greedy", 50, 1.0, 0, 1.0, 1, 0))
 
     # min_new_tokens keeps the bare call at 50 tokens (random weights rarely pick EOS anyway).
     ours_s, bare_s = interleaved_medians(ours, bare, repeats=9)
     rows.append(("next_token, 50 greedy tokens streamed (s)", "model.generate", ours_s, bare_s, "≥ 0.9× speed"))
 
     def first_token():
-        gen = next_token.stream(GPT2.name, prompt, "greedy", 50, 1.0, 0, 1.0, 1, 0)
+        gen = generation.stream(GPT2.name, prompt, "greedy", 50, 1.0, 0, 1.0, 1, 0)
         next(gen)
         gen.close()
 
@@ -117,21 +120,20 @@ def bench_attention(rows: list) -> None:
     import torch
     from bertviz import head_view, model_view
 
-    from labs import attention, models
+    from labs import lm, models
+    from labs.attention import tab
 
     loaded = models.load(BERT.name)
     words = ("the river bank was quiet that morning so she sat down and watched the slow brown water "
              "carry leaves past the old bridge").split()
     text = " ".join((words * 2)[:30])  # 32 tokens with [CLS] and [SEP]
     n = len(loaded.tokenizer(text)["input_ids"])
-    caches = (attention.run, attention.summary, attention.views, attention.standalone_files)
 
     def ours():
-        for cached in caches:
-            cached.cache_clear()
-        v = attention.all_views(BERT.name, text, "", 5, 3)
-        v.head_figure.to_json(), v.grid_figure.to_json()
-        return v
+        lm.cache.clear()  # a new text each time: the forward pass runs
+        out = tab.on_show(text, "", BERT.name, 5, 3, False)
+        out[8].to_json(), out[9].to_json()  # both heatmaps, as Gradio sends them
+        return out
 
     def notebook():
         enc = loaded.tokenizer(text, return_tensors="pt")
@@ -143,12 +145,12 @@ def bench_attention(rows: list) -> None:
 
     ours_s, theirs_s = median_seconds(ours, repeats=7, warmup=2), median_seconds(notebook, repeats=7, warmup=2)
     rows.append((f"attention, all views ready, n={n} (s)", "forward + bertviz views", ours_s, theirs_s, "< 1.5 s"))
-    v = ours()
-    sent = sum(len(f.encode()) for f in v.iframes.values()) / 1e6
+    out = ours()
+    sent = sum(len(frame.encode()) for frame in out[2:4]) / 1e6
     theirs_mb = sum(len(h.encode()) for h in notebook()) / 1e6
     rows.append((f"attention, HTML sent for both views, n={n} (MB)", "bertviz's own HTML", sent, theirs_mb,
                  "< 1.5 MB"))
-    standalone = sum(Path(f).stat().st_size for f in v.files.values()) / 1e6
+    standalone = sum(Path(f).stat().st_size for f in out[4:6]) / 1e6
     rows.append((f"attention, both standalone downloads, n={n} (MB)", "", standalone, None, "(scripts inlined)"))
 
 
@@ -157,14 +159,16 @@ def bench_finetune(rows: list) -> None:
     comparison, and training steps per second against a plain PyTorch loop over the same batches."""
     import torch
 
-    from labs import finetune, models
+    from labs import models
+    from labs.finetune import data as finetune_data
+    from labs.finetune import strategies, training
 
-    data = finetune.builtin_data()
-    s = finetune.check_settings(models.MINILM_NAME, **{k: finetune.DEFAULTS[k] for k in (
+    data = finetune_data.builtin_data()
+    s = strategies.check_settings(models.MINILM_NAME, **{k: strategies.DEFAULTS[k] for k in (
         "strategy", "learning_rate", "epochs", "batch_size", "train_examples", "seed")}, max_train=len(data.train))
     for compare in (False, True):
         started = time.perf_counter()
-        result = finetune.finetune(s.model, s.strategy, s.learning_rate, s.epochs, s.batch_size, s.train_examples,
+        result = training.finetune(s.model, s.strategy, s.learning_rate, s.epochs, s.batch_size, s.train_examples,
                                    s.seed, compare)
         scratch = f", scratch {result['scratch']['accuracy_after']:.1%}" if compare else ""
         rows.append((f"finetune, default run{' + from scratch' if compare else ''} (s); "
@@ -175,21 +179,21 @@ def bench_finetune(rows: list) -> None:
         """Time spent in training steps only (evaluations left out), from the run's own events."""
         spent, steps, mark = 0.0, 0, None
         for e in events:
-            if isinstance(e, finetune.Eval):
+            if isinstance(e, training.Eval):
                 mark = e.elapsed
-            elif isinstance(e, finetune.Step):
+            elif isinstance(e, training.Step):
                 spent, mark, steps = spent + e.elapsed - mark, e.elapsed, steps + 1
         return spent, steps
 
     def plain_loop() -> tuple[float, int]:
         model, tokenizer = models.load_for_classification(s.model, 2, seed=s.seed)
-        batches = finetune.Batcher(tokenizer, finetune.take_train(data, s.train_examples, s.seed), "cpu")
+        batches = training.Batcher(tokenizer, finetune_data.take_train(data, s.train_examples, s.seed), "cpu")
         total = math.ceil(len(batches) / s.batch_size) * s.epochs
-        optimizer, scheduler = finetune.make_optimizer(model, s, total)
+        optimizer, scheduler = training.make_optimizer(model, s, total)
         model.train()
         started = time.perf_counter()
         for epoch in range(1, s.epochs + 1):
-            for index in finetune.epoch_batches(len(batches), s.batch_size, s.seed, epoch):
+            for index in training.epoch_batches(len(batches), s.batch_size, s.seed, epoch):
                 model(**batches.batch(index)).loss.backward()
                 optimizer.step()
                 scheduler.step()
@@ -201,7 +205,7 @@ def bench_finetune(rows: list) -> None:
     for _ in range(3):  # interleaved, so both see the same machine load
         seconds, steps = plain_loop()
         plain.append(steps / seconds)
-        seconds, steps = train_seconds(finetune.train(s, data))
+        seconds, steps = train_seconds(training.train(s, data))
         ours.append(steps / seconds)
     ours_rate, plain_rate = statistics.median(ours), statistics.median(plain)
     rows.append(("finetune, training steps per second", "plain PyTorch loop", ours_rate, plain_rate, "≥ 0.95×"))

@@ -13,7 +13,9 @@ import torch
 from conftest import screenshot
 from gradio_client.exceptions import AppError
 
-from labs import attention, models
+from labs import models
+from labs.attention import compute as attention
+from labs.attention import views
 from labs.errors import BadInput
 
 PAIR = ("I sat on the river bank.", "I went to the bank to open an account.")
@@ -120,8 +122,8 @@ def test_one_forward_pass_serves_every_view(tiny_models, monkeypatch):
     original = loaded.model.base_model.forward
     monkeypatch.setattr(loaded.model.base_model, "forward", lambda *a, **k: calls.append(1) or original(*a, **k))
     attention.attention_result(text, name, "", 1, 2)
-    attention.views(name, text, "")
-    attention.summary(name, text, "")
+    views.views(attention.run(name, text, ""))
+    attention.summary(attention.run(name, text, ""))
     assert calls == []
 
 
@@ -133,14 +135,14 @@ def script_sources(document: str) -> list[str]:
 def test_bertviz_documents_reference_only_local_scripts(tiny_models, scripts):
     r = attention.run(tiny_models["masked"], *PAIR)
     for view in ("head", "model"):
-        document = attention.view_document(r, view, scripts=scripts)
+        document = views.view_document(r, view, scripts=scripts)
         sources = script_sources(document)
         assert all(not s.startswith(("http:", "https:", "//")) for s in sources)
         assert "cdnjs" not in document and not re.search(r"require\.config\(\{\s*paths", document)
         if scripts == "inline":
             assert sources == [] and "jQuery" in document and "d3js.org" in document
         else:
-            assert [s.rsplit("/", 1)[-1] for s in sources] == list(attention.VENDORED_JS)
+            assert [s.rsplit("/", 1)[-1] for s in sources] == list(views.VENDORED_JS)
 
 
 class TagCounter(HTMLParser):
@@ -155,16 +157,16 @@ class TagCounter(HTMLParser):
 def test_typed_html_cannot_end_the_script_or_the_iframe(tiny_models):
     r = attention.run(tiny_models["masked"], HOSTILE, "<b>B</b>")
     assert any("script" in t for t in r.tokens)
-    document = attention.view_document(r, "head")
+    document = views.view_document(r, "head")
     # Parsed as a browser would: only our own elements exist, and the data stays inside its script.
     tags = TagCounter()
     tags.feed(document)
-    assert tags.counts["script"] == len(attention.VENDORED_JS) + 3
+    assert tags.counts["script"] == len(views.VENDORED_JS) + 3
     assert set(tags.counts) <= {"html", "head", "meta", "title", "style", "script", "body", "div", "span", "select",
                                 "option"}
     data = document.split("const LAB_DATA = ", 1)[1].split("\n", 1)[0]
     assert "<" not in data and ">" not in data and "script" in data
-    frame = attention.iframe(document, 500, "t")
+    frame = views.iframe(document, 500, "t")
     srcdoc = frame.split('srcdoc="', 1)[1].rsplit('"', 1)[0]
     assert "<" not in srcdoc and '"' not in srcdoc
     assert 'sandbox="allow-scripts"' in frame and "allow-same-origin" not in frame
@@ -172,7 +174,7 @@ def test_typed_html_cannot_end_the_script_or_the_iframe(tiny_models):
 
 def test_payload_round_trips_to_three_decimals(tiny_models):
     r = attention.run(tiny_models["masked"], "The cat sat on the mat.")
-    payload = attention.view_payload(r)
+    payload = views.view_payload(r)
     q = np.array(payload["q"]).reshape(r.weights.shape) / 1000
     np.testing.assert_allclose(q, r.weights, atol=5e-4 + 1e-7)
 
@@ -193,7 +195,7 @@ def test_minilm_sentence_pair_gives_6_by_12_entropies_and_patterns():
 
 def test_smollm2_has_no_next_token_heads():
     r = attention.run(models.SMOLLM2_NAME, "The cat sat on the mat because it was tired.")
-    _, patterns = attention.summary(models.SMOLLM2_NAME, "The cat sat on the mat because it was tired.")
+    _, patterns = attention.summary(r)
     assert r.causal and "next token" not in {p for row in patterns for p in row}
 
 

@@ -8,7 +8,8 @@ import pytest
 from conftest import screenshot
 from gradio_client.exceptions import AppError
 
-from labs import fill_mask, models
+from labs import models
+from labs.fill_mask import compute as fill_mask
 from labs.errors import BadInput
 
 SENTENCES = ["The [MASK] sat on the mat.", "Paris is the [MASK] of France.",
@@ -145,8 +146,7 @@ def test_simulator_works_without_a_masked_lm():
 
 
 def test_fill_mask_api(client, tiny_models):
-    out = client.predict("The [MASK] sat on the mat.", tiny_models["masked"], 5, api_name="/fill_mask")
-    result = out[-1]
+    result = client.predict("The [MASK] sat on the mat.", tiny_models["masked"], 5, api_name="/fill_mask")
     assert result["model"] == tiny_models["masked"] and result["source"] == "local"
     assert len(result["masks"]) == 1 and len(result["masks"][0]["predictions"]) == 5
     assert result["tokens"][result["masks"][0]["index"]] == "[MASK]"
@@ -168,10 +168,10 @@ def test_fill_mask_tab_draws_bars_for_every_blank(page, tiny_models):
     page.get_by_label("Your sentence (write [MASK] or ___ for a blank)").fill(
         "<img src=x onerror=alert(1)> The [MASK] told the [MASK].")
     page.locator("div.lab-explainer").first.wait_for()
+    page.get_by_text("Best guesses filled in").wait_for(timeout=60000)  # the first load's example
     page.get_by_role("button", name="Predict the blanks").click()
-    page.get_by_text("Best guesses filled in").wait_for(timeout=60000)
-    page.wait_for_timeout(1500)
     bars = page.locator(".js-plotly-plot:visible").first.locator("g.barlayer g.trace")
+    bars.nth(1).wait_for(timeout=60000)  # the typed sentence's second blank is drawn
     assert bars.count() == 2  # one bar trace per blank
     assert page.locator("img[src=x]").count() == 0  # typed HTML is shown, never rendered
     screenshot(page, "fill-mask")

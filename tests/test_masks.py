@@ -8,7 +8,8 @@ import torch
 from conftest import screenshot
 from gradio_client.exceptions import AppError
 
-from labs import masks, models
+from labs import models
+from labs.masks import compute as masks
 from labs.errors import BadInput
 
 
@@ -58,7 +59,7 @@ def test_encoder_decoder_shapes():
 
 def test_bad_text_and_long_text():
     with pytest.raises(BadInput):
-        masks.word_tokens(masks.check_text("   "))
+        masks.word_tokens(masks.check_sentence("   "))
     tokens, note = masks.limit(masks.word_tokens(" ".join(["word"] * 70)))
     assert len(tokens) == 64 and "70" in note
 
@@ -78,7 +79,7 @@ def test_tiny_model_attention_equals_its_own_output_attentions(tiny_models):
 
 
 def test_smollm2_attention_above_the_diagonal_is_exactly_zero_everywhere():
-    tokens, weights = masks._attentions(models.SMOLLM2_NAME, "The cat sat on the mat because it was tired")
+    tokens, weights = masks.model_attentions(models.SMOLLM2_NAME, "The cat sat on the mat because it was tired")
     above = np.triu(np.ones(weights.shape[-2:], dtype=bool), k=1)
     assert weights.shape[0] == 30 and weights.shape[1] == 9  # every layer and head
     assert np.all(weights[..., above] == 0.0)
@@ -95,8 +96,7 @@ def test_minilm_attention_above_the_diagonal_is_not_zero():
 
 
 def test_masks_api(client):
-    out = client.predict("The cat sat on the mat", models.MINILM_NAME, models.SMOLLM2_NAME, api_name="/masks")
-    result = out[-1]
+    result = client.predict("The cat sat on the mat", models.MINILM_NAME, models.SMOLLM2_NAME, api_name="/masks")
     assert result["tokens"] == ["The", "cat", "sat", "on", "the", "mat"]
     assert result["causal"] == np.tril(np.ones((6, 6), dtype=int)).tolist()
     assert result["connections"] == {"bidirectional": 36, "causal": 21}
@@ -109,8 +109,8 @@ def test_masks_api_bad_input(client):
         client.predict("   ", models.MINILM_NAME, models.SMOLLM2_NAME, api_name="/masks")
     # An unloadable model: the masks still come back, the real part says why.
     out = client.predict("<b>hi</b> there", models.MINILM_NAME, "no-such-model", api_name="/masks")
-    assert out[-1]["tokens"][:3] == ["<", "b", ">"]
-    assert "no model called" in out[-1]["real"]["causal"]["error"]
+    assert out["tokens"][:3] == ["<", "b", ">"]
+    assert "no model called" in out["real"]["causal"]["error"]
 
 
 def test_masks_tab_in_the_browser(page):
@@ -118,6 +118,7 @@ def test_masks_tab_in_the_browser(page):
     page.locator(".js-plotly-plot:visible").first.wait_for(timeout=60000)
     page.get_by_text("largest weight above the diagonal").first.wait_for(timeout=90000)
     plots = page.locator(".js-plotly-plot:visible")
+    plots.nth(3).wait_for(timeout=60000)
     assert plots.count() >= 4  # both masks and both real-model heatmaps
     page.get_by_label("Your sentence", exact=True).fill("<script>alert(1)</script> The [MASK] sat")
     page.get_by_role("button", name="Show the masks").click()

@@ -8,7 +8,9 @@ import torch
 from conftest import screenshot
 from gradio_client.exceptions import AppError
 
-from labs import models, next_token
+from labs import models
+from labs.next_token import compute as next_token
+from labs.next_token import generation
 from labs.errors import BadInput
 
 PROMPT = "The cat sat on the"
@@ -92,15 +94,15 @@ def reference_generate(model_name, prompt, **kwargs):
 
 
 def test_greedy_equals_generate(tiny_models):
-    ours = next_token.generate(tiny_models["causal"], PROMPT, "greedy", 15)
+    ours = generation.generate(tiny_models["causal"], PROMPT, "greedy", 15)
     assert [c["text"] for c in ours["completions"]] == reference_generate(
         tiny_models["causal"], PROMPT, max_new_tokens=15, do_sample=False)
-    streamed = list(next_token.stream(tiny_models["causal"], PROMPT, "greedy", 15, 1.0, 0, 1.0, 1, 0))
+    streamed = list(generation.stream(tiny_models["causal"], PROMPT, "greedy", 15, 1.0, 0, 1.0, 1, 0))
     assert streamed[-1] == ours["completions"][0]["text"]
 
 
 def test_beam_equals_generate_and_lists_every_beam_best_first(tiny_models):
-    ours = next_token.generate(tiny_models["causal"], PROMPT, "beam", 12, num_beams=4)
+    ours = generation.generate(tiny_models["causal"], PROMPT, "beam", 12, num_beams=4)
     ref = reference_generate(tiny_models["causal"], PROMPT, max_new_tokens=12, do_sample=False, num_beams=4,
                              num_return_sequences=4, early_stopping=True)
     assert [c["text"] for c in ours["completions"]] == ref
@@ -110,12 +112,12 @@ def test_beam_equals_generate_and_lists_every_beam_best_first(tiny_models):
 
 def test_sampling_with_a_seed_equals_generate_and_is_reproducible(tiny_models):
     kwargs = dict(temperature=0.9, top_k=20, top_p=0.95)
-    a = next_token.generate(tiny_models["causal"], PROMPT, "sample", 15, seed=123, **kwargs)
-    b = next_token.generate(tiny_models["causal"], PROMPT, "sample", 15, seed=123, **kwargs)
+    a = generation.generate(tiny_models["causal"], PROMPT, "sample", 15, seed=123, **kwargs)
+    b = generation.generate(tiny_models["causal"], PROMPT, "sample", 15, seed=123, **kwargs)
     assert a == b
     ref = reference_generate(tiny_models["causal"], PROMPT, max_new_tokens=15, do_sample=True, seed=123, **kwargs)
     assert [c["text"] for c in a["completions"]] == ref
-    streamed = list(next_token.stream(tiny_models["causal"], PROMPT, "sample", 15, 0.9, 20, 0.95, 1, 123))
+    streamed = list(generation.stream(tiny_models["causal"], PROMPT, "sample", 15, 0.9, 20, 0.95, 1, 123))
     assert streamed[-1] == ref[0]
 
 
@@ -123,7 +125,7 @@ def test_stopping_the_stream_frees_the_worker(tiny_models):
     import threading
 
     before = threading.active_count()
-    gen = next_token.stream(tiny_models["causal"], PROMPT, "sample", 200, 1.0, 0, 1.0, 1, 0)
+    gen = generation.stream(tiny_models["causal"], PROMPT, "sample", 200, 1.0, 0, 1.0, 1, 0)
     next(gen)
     gen.close()  # what Stop does
     assert threading.active_count() <= before
@@ -152,7 +154,7 @@ def test_bad_generate_settings(tiny_models, kwargs, message):
     args = dict(prompt=PROMPT, strategy="greedy", max_new_tokens=5, temperature=1.0, top_k=0, top_p=1.0,
                 num_beams=1, seed=0) | kwargs
     with pytest.raises(BadInput, match=message):
-        next_token.generate(tiny_models["causal"], **args)
+        generation.generate(tiny_models["causal"], **args)
 
 
 def test_softmax_by_hand_matches_exercise_b2():
@@ -166,7 +168,7 @@ def test_softmax_by_hand_matches_exercise_b2():
 
 
 def test_smollm2_continues_once_upon_a_fluently():
-    out = next_token.generate(models.SMOLLM2_NAME, "Once upon a", "greedy", 12)
+    out = generation.generate(models.SMOLLM2_NAME, "Once upon a", "greedy", 12)
     text = out["completions"][0]["text"]
     assert text.strip().lower().startswith("time")
     words = text.split()
@@ -212,8 +214,9 @@ def test_generate_api_bad_input(client, tiny_models):
 def test_next_token_tab_draws_the_chart_and_streams(page):
     page.get_by_role("tab", name="Next token").click()
     page.get_by_text("Entropy:").wait_for(timeout=60000)
-    page.wait_for_timeout(1000)
-    assert page.locator(".js-plotly-plot:visible").first.locator("g.barlayer path").count() >= 10
+    bars = page.locator(".js-plotly-plot:visible").first.locator("g.barlayer path")
+    bars.nth(9).wait_for(timeout=60000)
+    assert bars.count() >= 10
     page.get_by_role("button", name="Generate", exact=True).click()
     box = page.locator("#generate-output textarea")
     page.wait_for_function("el => el.value.length > 5", arg=box.element_handle(), timeout=60000)
@@ -225,8 +228,7 @@ def test_next_token_tab_draws_the_chart_and_streams(page):
 def test_clicking_a_bar_appends_that_token(page):
     page.get_by_role("tab", name="Next token").click()
     bars = page.locator("#nt-chart .js-plotly-plot g.point path")
-    bars.first.wait_for(timeout=60000)
-    page.wait_for_timeout(1000)
+    bars.nth(2).wait_for(timeout=60000)
     prompt = page.get_by_label("Prompt").first
     before = prompt.input_value()
     third = page.evaluate("() => document.querySelector('#nt-chart .js-plotly-plot').data[0].y[2]")

@@ -1,0 +1,160 @@
+"""Attention, bertviz's head and model views: bertviz's own JavaScript with its libraries served
+from this server (or inlined for a standalone download), in a sandboxed iframe. Nothing the student
+types can leave the data's <script> element or run."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from labs.attention.compute import AttentionRun
+from labs.errors import BadInput
+
+VENDOR = Path(__file__).resolve().parents[2] / "assets" / "vendor"
+HEAD_ZOOM = 1.4  # bertviz draws 15 px text; this reads from the back of a lecture hall
+VENDORED_JS = ("jquery-2.2.4.min.js", "d3-5.7.0.min.js", "require-2.3.6.js")  # jquery and d3 before require.js
+VIEWS = ("head", "model")
+
+_CONFIG_START = "require.config({"
+
+
+def _bertviz_js(view: str) -> str:
+    """bertviz's own view script, with its CDN `require.config` cut out: the modules are defined
+    locally instead (see `view_document`)."""
+    import bertviz
+
+    source = (Path(bertviz.__file__).parent / f"{view}_view.js").read_text()
+    start = source.index(_CONFIG_START)
+    end = source.index("});", start) + len("});")
+    return source[:start] + source[end:]
+
+
+# Rebuilds bertviz's Python-side params in the page from a compact payload (weights as integer
+# thousandths in one flat list): the same structure bertviz's head_view()/model_view() build,
+# at about a third of the size.
+EXPAND_JS = """
+function labAttention(p) {
+  const L = p.layers, H = p.heads, t = p.tokens, n = t.length, q = p.q, b = p.sentence_b_start;
+  const full = [];
+  for (let l = 0; l < L; l++) { const layer = [];
+    for (let h = 0; h < H; h++) { const rows = [];
+      for (let i = 0; i < n; i++) { const base = ((l * H + h) * n + i) * n, row = new Array(n);
+        for (let j = 0; j < n; j++) row[j] = q[base + j] / 1000;
+        rows.push(row); }
+      layer.push(rows); }
+    full.push(layer); }
+  if (b === null) return [{name: null, attn: full, left_text: t, right_text: t}];
+  const cut = (r0, r1, c0, c1) => full.map(ly => ly.map(hd => hd.slice(r0, r1).map(row => row.slice(c0, c1))));
+  const A = [0, b], B = [b, n];
+  return [{name: 'All', attn: full, left_text: t, right_text: t},
+          {name: 'Sentence A -> Sentence A', attn: cut(...A, ...A), left_text: t.slice(...A), right_text: t.slice(...A)},
+          {name: 'Sentence B -> Sentence B', attn: cut(...B, ...B), left_text: t.slice(...B), right_text: t.slice(...B)},
+          {name: 'Sentence A -> Sentence B', attn: cut(...A, ...B), left_text: t.slice(...A), right_text: t.slice(...B)},
+          {name: 'Sentence B -> Sentence A', attn: cut(...B, ...A), left_text: t.slice(...B), right_text: t.slice(...A)}];
+}
+"""
+
+_FILTERS = ("All", "Sentence A -> Sentence A", "Sentence B -> Sentence B", "Sentence A -> Sentence B",
+            "Sentence B -> Sentence A")
+
+
+def safe_json(value) -> str:
+    """JSON that can sit inside a <script> element: no "</script>", "<!--" or "&" can appear."""
+    return (json.dumps(value, separators=(",", ":"))
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def view_payload(r: AttentionRun) -> dict:
+    return {"tokens": list(r.tokens), "sentence_b_start": r.sentence_b_start, "layers": r.num_layers,
+            "heads": r.num_heads, "q": np.rint(r.weights * 1000).astype(np.int32).ravel().tolist()}
+
+
+def view_height(r: AttentionRun, view: str) -> int:
+    """Pixels the view needs (from bertviz's own layout constants), so the iframe does not scroll."""
+    n = len(r.tokens)
+    if view == "head":
+        return int(HEAD_ZOOM * (100 + 22.5 * n))
+    thumbnail = n * 7 * 12 / r.num_heads + 10
+    return int(max(r.num_layers * thumbnail + 38, n * 18 + 55) + 90)
+
+
+def view_document(r: AttentionRun, view: str, scripts: str = "inline") -> str:
+    """A complete HTML page with bertviz's head or model view of this run.
+
+    scripts="inline" puts require.js, d3 and jquery in the page (a standalone file that works
+    offline); scripts="served" points at this server's copy (`gradio_api/file=...`, relative to
+    the app's page), which the browser fetches once and caches instead of receiving ~400 KB per view."""
+    if view not in ("head", "model"):
+        raise BadInput("The view is 'head' or 'model'.")
+    if scripts == "inline":
+        libs = "".join(f"<script>{(VENDOR / name).read_text()}</script>\n" for name in VENDORED_JS)
+    else:
+        libs = "".join(f'<script src="gradio_api/file={html.escape(str(VENDOR / name))}"></script>\n'
+                       for name in VENDORED_JS)
+    root = f"bertviz-{view}"
+    layers, heads = list(range(r.num_layers)), list(range(r.num_heads))
+    if view == "head":
+        params = (f"{{attention: labAttention(LAB_DATA), default_filter: '0', root_div_id: '{root}', layer: null, "
+                  f"heads: null, include_layers: {layers}}}")
+        controls = 'Layer: <select id="layer"></select>'
+    else:
+        params = (f"{{attention: labAttention(LAB_DATA), default_filter: '0', display_mode: 'light', "
+                  f"root_div_id: '{root}', include_layers: {layers}, include_heads: {heads}, "
+                  f"total_heads: {r.num_heads}}}")
+        controls = ""
+    if r.sentence_b_start is not None:
+        options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(_FILTERS))
+        controls += f' Attention: <select id="filter">{options}</select>'
+    script = _bertviz_js(view).replace("PYTHON_PARAMS", params)
+    title = f"bertviz {view} view: {r.model}"
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body {{ font-family: Helvetica, Arial, sans-serif; font-size: 17px; margin: 8px; }}
+#bertviz-head {{ zoom: {HEAD_ZOOM}; }}
+select {{ font-size: 16px; }}</style>
+{libs}<script>define('jquery', [], () => window.jQuery); define('d3', [], () => window.d3);</script>
+</head><body>
+<div id="{root}"><span style="user-select:none">{controls}</span><div id="vis"></div></div>
+<script>const LAB_DATA = {safe_json(view_payload(r))};
+{EXPAND_JS}</script>
+<script>
+{script}
+</script>
+</body></html>"""
+
+
+def iframe(document: str, height: int, title: str) -> str:
+    """A sandboxed iframe: its scripts run, but in an opaque origin that cannot touch the app."""
+    return (f'<iframe class="lab-bertviz" sandbox="allow-scripts" title="{html.escape(title)}" '
+            f'style="width:100%;height:{height}px;border:1px solid #d1d5db;border-radius:8px;background:white" '
+            f'srcdoc="{html.escape(document, quote=True)}"></iframe>')
+
+
+def views(r: AttentionRun) -> dict[str, str]:
+    """Both views as iframes for the app page."""
+    return {view: iframe(view_document(r, view, scripts="served"), view_height(r, view),
+                         f"bertviz {view} view of {r.model}") for view in VIEWS}
+
+
+_DOWNLOADS = Path(tempfile.mkdtemp(prefix="lmlab-bertviz-"))
+
+
+def standalone_files(r: AttentionRun) -> dict[str, str]:
+    """Both views as standalone HTML files (scripts inlined, so they open offline), for download.
+    Named by a hash of the run: the same text is written once."""
+    digest = hashlib.sha256(repr((r.model, r.tokens, r.segments)).encode()).hexdigest()[:16]
+    paths = {}
+    for view in VIEWS:
+        path = _DOWNLOADS / digest / f"bertviz-{view}-view.html"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            partial = path.with_suffix(".partial")
+            partial.write_text(view_document(r, view, scripts="inline"), encoding="utf-8")
+            partial.replace(path)  # a concurrent reader never sees half a file
+        paths[view] = str(path)
+    return paths

@@ -1,0 +1,1 @@
+"""Lab 1, "Fill in the blank": compute.py (no gradio), then tab.py."""

@@ -1,0 +1,53 @@
+"""Fine-tune, the same run outside the lab: the Trainer code for the current settings (exercise B5)."""
+
+from __future__ import annotations
+
+from labs.finetune.strategies import LORA_TARGETS, Settings, parse_strategy
+from labs.finetune.training import MAX_LENGTH
+
+
+def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
+    """The Trainer code equivalent to the current settings (exercise B5)."""
+    kind, n = parse_strategy(s.strategy)
+    freeze = {
+        "full": "# Full fine-tuning: every parameter is trained.",
+        "freeze_embeddings": "for p in model.base_model.embeddings.parameters():\n    p.requires_grad = False",
+        "freeze_bottom": (f"for p in model.base_model.embeddings.parameters():\n    p.requires_grad = False\n"
+                          f"for layer in model.base_model.encoder.layer[:{n}]:\n"
+                          f"    for p in layer.parameters():\n        p.requires_grad = False"),
+        "head_only": ("for name, p in model.named_parameters():  # feature extraction: train the head only\n"
+                      "    p.requires_grad = name.startswith((\"classifier\", \"bert.pooler\"))"),
+        "lora": (f"from peft import LoraConfig, TaskType, get_peft_model\n"
+                 f"model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r={n}, lora_alpha={2 * n},\n"
+                 f"    target_modules={list(LORA_TARGETS[s.lora_targets])},\n"
+                 f"    modules_to_save=[\"classifier\", \"pooler\"]))\n"
+                 f"model.print_trainable_parameters()"),
+    }[kind]
+    return f'''from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments
+
+tokenizer = AutoTokenizer.from_pretrained("{hub_id}")
+model = AutoModelForSequenceClassification.from_pretrained("{hub_id}", num_labels={num_labels})
+{freeze}
+
+args = TrainingArguments(
+    output_dir="finetune-out",
+    learning_rate={s.learning_rate:g},
+    num_train_epochs={s.epochs},
+    per_device_train_batch_size={s.batch_size},
+    per_device_eval_batch_size=64,
+    warmup_steps={s.warmup_ratio:g},  # a float below 1 is a share of all steps (transformers 5)
+    weight_decay={s.weight_decay:g},
+    lr_scheduler_type="linear",
+    eval_strategy="epoch",
+    logging_steps=1,
+    seed={s.seed},
+    save_strategy="no",
+    report_to="none",
+    use_cpu=True,
+)
+# train_ds / val_ds: {s.train_examples} training sentences and the validation set, tokenised
+# (max_length={MAX_LENGTH}), e.g. with datasets.Dataset.from_dict(...).map(tokenize, batched=True)
+trainer = Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=val_ds,
+                  processing_class=tokenizer, compute_metrics=accuracy)
+trainer.train()
+'''

@@ -1,0 +1,117 @@
+"""Fine-tune, a run as the student watches it: live curves per phase, the progress line, the
+before/after summary, and the history of a student's last runs for comparison."""
+
+from __future__ import annotations
+
+import time
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from labs import plots
+from labs.finetune.training import Eval, RunResult, Step
+
+REDRAW_SECONDS = 1.0  # live curves: often enough to watch, rarely enough not to slow the run
+KEEP_RUNS = 5  # a student's runs shown in the comparison
+
+
+COLOURS = (plots.BLUE, plots.RED, plots.GREEN, plots.PURPLE, "#b45309", "#0891b2")
+
+
+def curves_figure(results: list[RunResult | dict], title: str):
+    """Training loss per step (left) and validation accuracy per epoch (right), one colour per run."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (per step)", "validation accuracy (per epoch)"),
+                        horizontal_spacing=0.08)
+    for i, r in enumerate(results):
+        r = r if isinstance(r, dict) else curve_record(r)
+        colour = COLOURS[i % len(COLOURS)]
+        fig.add_trace(go.Scatter(x=[h["step"] for h in r["history"]], y=[h["loss"] for h in r["history"]],
+                                 mode="lines", name=r["label"], line=dict(color=colour, width=3),
+                                 legendgroup=r["label"]), row=1, col=1)
+        fig.add_trace(go.Scatter(x=[e["epoch"] for e in r["eval"]], y=[e["accuracy"] for e in r["eval"]],
+                                 mode="lines+markers", name=r["label"], line=dict(color=colour, width=3),
+                                 marker=dict(size=10), legendgroup=r["label"], showlegend=False), row=1, col=2)
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
+    fig.update_xaxes(title="step", row=1, col=1)
+    fig.update_xaxes(title="epoch (0 = before training)", dtick=1, row=1, col=2)
+    fig.update_annotations(font_size=17)
+    return plots.style(fig, title, 430, margin=dict(l=10, r=10, t=80, b=10),
+                       legend=dict(orientation="h", y=-0.2, font=dict(size=15)))
+
+
+def curve_record(r: RunResult) -> dict:
+    """A run as the charts need it: label, loss per step, accuracy per epoch with epoch 0 = before."""
+    s = r.settings
+    label = f"{r.phase}: {s.strategy}, lr {s.learning_rate:g}, {s.epochs} ep → {r.accuracy_after:.0%}"
+    return {"label": label, "history": r.history, "eval": [{"epoch": 0, "accuracy": r.accuracy_before}] + r.eval}
+
+
+class LiveRun:
+    """Follows the events of one experiment (a pre-trained run, maybe its from-scratch twin)."""
+
+    def __init__(self, phases: int):
+        self.phases = phases
+        self.finished: list[RunResult] = []
+        self.live: dict[str, dict] = {}
+        self.last: Step | Eval | None = None
+        self._drawn = 0.0
+
+    def add(self, event) -> bool:
+        """Record an event; True when it is time to redraw (after every evaluation, else once a
+        second: drawing must not slow training)."""
+        if isinstance(event, RunResult):
+            self.finished.append(event)
+            return False
+        record = self.live.setdefault(event.phase, {"label": event.phase, "history": [], "eval": []})
+        if isinstance(event, Step):
+            record["history"].append({"step": event.step, "loss": event.loss})
+        else:
+            record["eval"].append({"epoch": event.epoch, "accuracy": event.accuracy})
+        self.last = event
+        if isinstance(event, Eval) or time.perf_counter() - self._drawn > REDRAW_SECONDS:
+            self._drawn = time.perf_counter()
+            return True
+        return False
+
+    def progress(self) -> tuple[float, str]:
+        """(share done, what is happening) for the progress line."""
+        e = self.last
+        if isinstance(e, Step):
+            done, what = e.step / e.total_steps, f"{e.phase}: step {e.step} of {e.total_steps}, loss {e.loss:.3f}"
+        else:
+            done, what = 0.0, f"{e.phase}: epoch {e.epoch}, validation accuracy {e.accuracy:.1%}"
+        return done, f"Run {len(self.finished) + 1} of {self.phases} · {what} · {e.elapsed:.1f} s"
+
+    def live_figure(self):
+        return curves_figure(list(self.live.values()), "Training…")
+
+    def final_figure(self):
+        records = [curve_record(r) for r in self.finished]
+        return curves_figure(records, "Pre-trained vs from scratch" if len(records) > 1 else "Fine-tuning")
+
+    def summary(self) -> str:
+        main = self.finished[0]
+        s = main.settings
+        lines = [f"**Validation accuracy: {main.accuracy_before:.1%} before → {main.accuracy_after:.1%} after** "
+                 f"({main.phase}, {main.trainable_params:,} of {main.total_params:,} parameters trained, "
+                 f"{main.seconds:.1f} s)."]
+        if len(self.finished) > 1:
+            scratch = self.finished[1]
+            lines.append(f"From scratch, same data and settings: **{scratch.accuracy_after:.1%}** "
+                         f"({scratch.seconds:.1f} s). Pre-training is worth "
+                         f"**{main.accuracy_after - scratch.accuracy_after:+.1%}** here.")
+        if main.accuracy_after < 0.6 and s.learning_rate >= 1e-3:
+            lines.append("The learning rate is very high: the updates overshoot and the pre-trained knowledge is "
+                         "destroyed (catastrophic forgetting). Try 2e-5 or 5e-5.")
+        return "\n\n".join(lines)
+
+    def history_entries(self) -> list[dict]:
+        """The finished runs as entries of the student's run history."""
+        return [curve_record(r) | {"strategy": r.settings.strategy, "lr": f"{r.settings.learning_rate:g}",
+                                   "epochs": r.settings.epochs, "trainable": r.trainable_params,
+                                   "before": r.accuracy_before, "after": r.accuracy_after, "seconds": r.seconds}
+                for r in self.finished]
+
+
+def with_history(runs: list[dict], live: LiveRun) -> list[dict]:
+    return (runs + live.history_entries())[-KEEP_RUNS:]

@@ -1,0 +1,158 @@
+"""Fine-tune, the settings and strategies: which parameters train (full, frozen embeddings, frozen
+bottom layers, head only, LoRA adapters via peft), checked settings, and parameter counts (B3, B6)."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import re
+from dataclasses import dataclass
+
+from labs import models
+from labs.errors import BadInput, check_int, check_number
+from labs.finetune.data import MAX_CSV_ROWS
+
+LEARNING_RATE_PRESETS = {"2e-5 (lecture: BERT default)": 2e-5, "5e-5 (lecture: small data)": 5e-5,
+                         "1e-2 (too high!)": 1e-2}
+DEFAULTS = dict(strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
+                warmup_ratio=0.1, weight_decay=0.01)
+LIMITS = dict(epochs=(1, 10), batch_size=(2, 64), train_examples=(8, MAX_CSV_ROWS))
+LORA_TARGETS = {"query, value": ("query", "value"), "query, key, value": ("query", "key", "value")}
+_ALIASES = {"query": ("query", "q_lin", "q_proj"), "key": ("key", "k_lin", "k_proj"),
+            "value": ("value", "v_lin", "v_proj")}  # BERT, DistilBERT, Llama-style names
+HEAD_NAMES = ("pooler", "pre_classifier", "classifier")  # what "the head" means for BERT / DistilBERT
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    strategy: str = DEFAULTS["strategy"]
+    learning_rate: float = DEFAULTS["learning_rate"]
+    epochs: int = DEFAULTS["epochs"]
+    batch_size: int = DEFAULTS["batch_size"]
+    train_examples: int = DEFAULTS["train_examples"]
+    seed: int = DEFAULTS["seed"]
+    warmup_ratio: float = DEFAULTS["warmup_ratio"]
+    weight_decay: float = DEFAULTS["weight_decay"]
+    lora_targets: str = "query, value"
+
+
+def check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
+                   warmup_ratio=DEFAULTS["warmup_ratio"], weight_decay=DEFAULTS["weight_decay"],
+                   lora_targets: str = "query, value", max_train: int | None = None) -> Settings:
+    lr = check_number(learning_rate, "The learning rate", 0, 1, low_open=True, hint=" (typical: 2e-5 to 5e-5)")
+    values = {}
+    for what, value in (("epochs", epochs), ("batch_size", batch_size), ("train_examples", train_examples)):
+        values[what] = check_int(value, f"The {what.replace('_', ' ')}")
+        low, high = LIMITS[what]
+        high = min(high, max_train) if what == "train_examples" and max_train else high
+        if not low <= values[what] <= high:
+            raise BadInput(f"The {what.replace('_', ' ')} must be between {low} and {high}; got {values[what]}.")
+    warmup = check_number(warmup_ratio, "The warm-up ratio", 0, 0.5)
+    decay = check_number(weight_decay, "The weight decay", 0, 0.5)
+    parse_strategy(strategy)
+    if not isinstance(lora_targets, str) or lora_targets not in LORA_TARGETS:
+        raise BadInput(f"LoRA targets are one of: {', '.join(LORA_TARGETS)}.")
+    return Settings(models.get_choice(model).name, strategy, lr, values["epochs"], values["batch_size"],
+                    values["train_examples"], check_int(seed, "The seed"), warmup, decay, lora_targets)
+
+
+STRATEGY_KINDS = {"full": "Full fine-tuning", "freeze_embeddings": "Freeze the embeddings",
+                  "freeze_bottom": "Freeze the bottom N layers", "head_only": "Head only (feature extraction)",
+                  "lora": "LoRA (peft)"}
+
+
+def strategy_name(kind: str, n: int) -> str:
+    """The strategy's name from its kind and number: ("freeze_bottom", 4) -> "freeze_bottom_4"."""
+    return {"freeze_bottom": f"freeze_bottom_{int(n)}", "lora": f"lora_r{int(n)}"}.get(kind, kind)
+
+
+def parse_strategy(strategy: str) -> tuple[str, int]:
+    """("full" | "freeze_embeddings" | "freeze_bottom" | "head_only" | "lora", N or r)."""
+    if strategy in ("full", "freeze_embeddings", "head_only"):
+        return strategy, 0
+    match = re.fullmatch(r"(freeze_bottom_|lora_r)(\d{1,3})", strategy if isinstance(strategy, str) else "")
+    if match and int(match.group(2)) >= 1:
+        return ("freeze_bottom" if match.group(1) == "freeze_bottom_" else "lora"), int(match.group(2))
+    raise BadInput(f"Unknown strategy {str(strategy)[:40]!r}. Use full, freeze_embeddings, freeze_bottom_N "
+                   "(e.g. freeze_bottom_4), head_only or lora_rR (e.g. lora_r8).")
+
+
+def is_head(name: str) -> bool:
+    return any(part in HEAD_NAMES for part in name.split("."))
+
+
+def layer_index(name: str) -> int | None:
+    match = re.search(r"\.layer\.(\d+)\.", name)
+    return int(match.group(1)) if match else None
+
+
+def num_layers(model) -> int:
+    return model.config.num_hidden_layers if hasattr(model.config, "num_hidden_layers") else model.config.n_layers
+
+
+def apply_strategy(model, strategy: str, lora_targets: str = "query, value"):
+    """Freeze what the strategy freezes (or wrap the model with LoRA adapters); returns the model to train."""
+    kind, n = parse_strategy(strategy)
+    if kind == "freeze_bottom" and n > num_layers(model):
+        raise BadInput(f"This model has {num_layers(model)} layers; freeze_bottom_{n} is too many.")
+    if kind == "lora":
+        return _with_lora(model, n, lora_targets)
+    for name, param in model.named_parameters():
+        frozen = {"full": False,
+                  "freeze_embeddings": ".embeddings." in name,
+                  "freeze_bottom": ".embeddings." in name or (layer_index(name) is not None and layer_index(name) < n),
+                  "head_only": not is_head(name)}[kind]
+        param.requires_grad_(not frozen)
+    return model
+
+
+def lora_module_names(model, lora_targets: str) -> list[str]:
+    """The Linear layers' short names that LoRA adapts in this architecture (e.g. query, value)."""
+    import torch
+
+    present = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+    names = [alias for target in LORA_TARGETS[lora_targets] for alias in _ALIASES[target] if alias in present]
+    if not names:
+        raise BadInput("LoRA found no attention projections to adapt in this model.")
+    return names
+
+
+def _with_lora(model, rank: int, lora_targets: str):
+    from peft import LoraConfig, TaskType, get_peft_model
+
+    head = sorted({part for name, _ in model.named_modules() for part in name.split(".") if part in HEAD_NAMES})
+    config = LoraConfig(task_type=TaskType.SEQ_CLS, r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
+                        target_modules=lora_module_names(model, lora_targets), modules_to_save=head)
+    return get_peft_model(model, config)
+
+
+def count_params(model) -> tuple[int, int]:
+    """(trainable, total). peft keeps a frozen copy of each head it trains ("original_module"):
+    that copy is not part of the model being trained, so it is not counted."""
+    trainable = total = 0
+    for name, param in model.named_parameters():
+        if "original_module" in name:
+            continue
+        total += param.numel()
+        trainable += param.numel() if param.requires_grad else 0
+    return trainable, total
+
+
+def lora_added(d_in: int, d_out: int, rank: int) -> int:
+    """Exercise B6: LoRA replaces the update of a d_out × d_in weight by B·A with A: r × d_in and
+    B: d_out × r, so it trains r·(d_in + d_out) numbers instead of d_in·d_out."""
+    return rank * (d_in + d_out)
+
+
+@functools.lru_cache(maxsize=64)  # counting builds the model; every visitor's page asks on load
+def param_summary(model_name: str, strategy: str, lora_targets: str = "query, value") -> dict:
+    """Trainable / total parameters for a strategy, counted on the real model before any run."""
+    model, _ = models.load_for_classification(model_name, 2)
+    try:
+        model = apply_strategy(model, strategy, lora_targets)
+        trainable, total = count_params(model)
+        return {"trainable": trainable, "total": total, "percent": 100 * trainable / total}
+    finally:
+        del model
+        gc.collect()

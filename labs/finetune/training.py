@@ -1,0 +1,306 @@
+"""Fine-tune, the training run: a plain PyTorch loop (the updates Trainer makes, without its
+bookkeeping) written as a generator of events, so a run can be drawn live and stopped; the kept
+models for "classify a sentence"; and the `finetune` API."""
+
+from __future__ import annotations
+
+import collections
+import gc
+import itertools
+import math
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from labs import models
+from labs.errors import BadInput, check_text
+from labs.finetune.data import Dataset, builtin_data, take_train
+from labs.finetune.strategies import Settings, apply_strategy, check_settings, count_params
+
+MAX_LENGTH = 64  # tokens per sentence; the built-in reviews are far shorter
+SAMPLE_SENTENCES = 6  # validation sentences shown before / after
+KEEP_FINISHED = 4  # fine-tuned models kept for the "classify a sentence" box, across all users
+
+
+@dataclass
+class Step:
+    phase: str  # "pre-trained" or "from scratch"
+    step: int
+    total_steps: int
+    loss: float
+    elapsed: float
+
+
+@dataclass
+class Eval:
+    phase: str
+    epoch: int  # 0 = before training
+    loss: float
+    accuracy: float
+    elapsed: float
+
+
+@dataclass
+class RunResult:
+    phase: str
+    settings: Settings
+    labels: list[str]
+    trainable_params: int
+    total_params: int
+    history: list[dict] = field(default_factory=list)  # {"step", "loss"}
+    eval: list[dict] = field(default_factory=list)  # {"epoch", "loss", "accuracy"}, epochs 1..E
+    accuracy_before: float = 0.0
+    accuracy_after: float = 0.0
+    seconds: float = 0.0
+    samples: list[dict] = field(default_factory=list)  # validation sentences before / after
+    stopped: bool = False
+    run_id: str | None = None  # for classify(); None for from-scratch runs
+
+
+class Batcher:
+    """Tokenise once; pad each batch only to its own longest sentence."""
+
+    def __init__(self, tokenizer, rows: list[tuple[str, int]], device: str):
+        import torch
+
+        self.ids = tokenizer([t for t, _ in rows], truncation=True, max_length=MAX_LENGTH)["input_ids"]
+        self.labels = torch.tensor([y for _, y in rows])
+        self.pad = tokenizer.pad_token_id or 0
+        self.device = device
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def batch(self, index) -> dict:
+        import torch
+
+        rows = [self.ids[i] for i in index]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = torch.tensor(r)
+            mask[i, :len(r)] = 1
+        return {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
+                "labels": self.labels[list(index)].to(self.device)}
+
+
+def make_optimizer(model, s: Settings, total_steps: int):
+    """AdamW with weight decay on matrices only, linear warm-up then linear decay (as Trainer does)."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": s.weight_decay},
+              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=s.learning_rate)
+    scheduler = get_linear_schedule_with_warmup(optimizer, round(s.warmup_ratio * total_steps), total_steps)
+    return optimizer, scheduler
+
+
+def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    """The shuffled batches of one epoch: the same for a given seed (reproducible runs)."""
+    import torch
+
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1000 + epoch)).tolist()
+    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+
+
+def evaluate(model, data: Batcher, batch_size: int = 64) -> tuple[float, float, list[list[float]]]:
+    """(mean loss, accuracy, probabilities per sentence) on a data set, without gradients."""
+    import torch
+
+    model.eval()
+    total_loss, correct, probs = 0.0, 0, []
+    with torch.no_grad():
+        for start in range(0, len(data), batch_size):
+            batch = data.batch(range(start, min(start + batch_size, len(data))))
+            out = model(**batch)
+            total_loss += out.loss.item() * len(batch["labels"])
+            correct += int((out.logits.argmax(-1) == batch["labels"]).sum())
+            probs += torch.softmax(out.logits.float(), -1).tolist()
+    return total_loss / len(data), correct / len(data), probs
+
+
+def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Event | None = None):
+    """Fine-tune one model and yield Step / Eval events as it goes; the last item is the RunResult.
+
+    A plain PyTorch loop (the same updates Trainer makes, without its bookkeeping). Closing the
+    generator (Stop) or `stop` ends the run after the current step, and the model, optimiser state
+    and gradients are released when it ends, unless the model is kept for classify()."""
+    import torch
+
+    phase = "from scratch" if scratch else "pre-trained"
+    started = time.perf_counter()
+    model, tokenizer = models.load_for_classification(s.model, len(data.labels), scratch=scratch, seed=s.seed)
+    optimizer = scheduler = None
+    keep = False
+    try:
+        torch.manual_seed(s.seed)  # LoRA's adapters start from this seed too
+        model = apply_strategy(model, s.strategy, s.lora_targets)
+        result = RunResult(phase, s, data.labels, *count_params(model))
+        device = str(next(model.parameters()).device)
+        train_set = Batcher(tokenizer, take_train(data, s.train_examples, s.seed), device)
+        val_set = Batcher(tokenizer, data.validation, device)
+        loss, result.accuracy_before, probs_before = evaluate(model, val_set)
+        yield Eval(phase, 0, loss, result.accuracy_before, time.perf_counter() - started)
+        total_steps = math.ceil(len(train_set) / s.batch_size) * s.epochs
+        optimizer, scheduler = make_optimizer(model, s, total_steps)
+        probs_after = yield from train_epochs(model, (optimizer, scheduler), train_set, val_set, result, total_steps,
+                                        started, stop)
+        result.samples = [{"text": data.validation[i][0], "label": data.labels[data.validation[i][1]],
+                           "before": _prediction(probs_before[i], data.labels),
+                           "after": _prediction(probs_after[i], data.labels)} for i in sample_rows(data.validation)]
+        result.seconds = time.perf_counter() - started
+        if not scratch:
+            result.run_id = keep_model(model, tokenizer, data.labels)
+            keep = True
+        yield result
+    finally:
+        if not keep:
+            del model
+        del optimizer, scheduler  # the Adam state is twice the size of the trainable weights
+        gc.collect()
+
+
+def train_epochs(model, optimizer_and_scheduler, train_set: Batcher, val_set: Batcher, result: RunResult,
+           total_steps: int, started: float, stop: threading.Event | None):
+    """The training epochs: a Step event per update, an Eval after each epoch. Returns the
+    validation probabilities after training (measured where it got to, if stopped early)."""
+    optimizer, scheduler = optimizer_and_scheduler
+    s, step, probs_after = result.settings, 0, None
+    for epoch in range(1, s.epochs + 1):
+        model.train()
+        for index in epoch_batches(len(train_set), s.batch_size, s.seed, epoch):
+            loss = model(**train_set.batch(index)).loss
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            result.history.append({"step": step, "loss": loss.item()})
+            yield Step(result.phase, step, total_steps, result.history[-1]["loss"], time.perf_counter() - started)
+            if stop is not None and stop.is_set():
+                result.stopped = True
+                break
+        if result.stopped:
+            break
+        loss, result.accuracy_after, probs_after = evaluate(model, val_set)
+        result.eval.append({"epoch": epoch, "loss": loss, "accuracy": result.accuracy_after})
+        yield Eval(result.phase, epoch, loss, result.accuracy_after, time.perf_counter() - started)
+    if not result.eval:  # stopped inside the first epoch: measure where it got to
+        _, result.accuracy_after, probs_after = evaluate(model, val_set)
+    return probs_after
+
+
+def sample_rows(rows: list[tuple[str, int]]) -> list[int]:
+    """A few validation sentences, alternating classes, always the same ones."""
+    by_class = collections.defaultdict(list)
+    for i, (_, y) in enumerate(rows):
+        by_class[y].append(i)
+    mixed = [i for group in itertools.zip_longest(*by_class.values()) for i in group if i is not None]
+    return mixed[:SAMPLE_SENTENCES]
+
+
+def _prediction(probs: list[float], labels: list[str]) -> dict:
+    best = max(range(len(probs)), key=probs.__getitem__)
+    return {"label": labels[best], "prob": probs[best]}
+
+
+_finished: collections.OrderedDict = collections.OrderedDict()
+_finished_lock = threading.Lock()
+
+
+def keep_model(model, tokenizer, labels: list[str]) -> str:
+    """Keep a fine-tuned model for classify(); only the last KEEP_FINISHED runs stay in memory."""
+    run_id = uuid.uuid4().hex
+    model.eval()
+    with _finished_lock:
+        _finished[run_id] = (model, tokenizer, labels)
+        while len(_finished) > KEEP_FINISHED:
+            _finished.popitem(last=False)
+    return run_id
+
+
+def classify(run_id: str | None, text: str) -> dict[str, float]:
+    """Class probabilities for any sentence from a fine-tuned model of an earlier run."""
+    import torch
+
+    text = check_text(text, "An absolutely wonderful evening.", what="sentence to classify")
+    with _finished_lock:
+        kept = _finished.get(run_id or "")
+    if kept is None:
+        raise BadInput("Run a fine-tuning first (models from older runs are freed to save memory).")
+    model, tokenizer, labels = kept
+    enc = tokenizer(text, truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
+    with torch.no_grad():
+        probs = torch.softmax(model(**enc.to(next(model.parameters()).device)).logits[0].float(), -1).tolist()
+    return dict(zip(labels, probs))
+
+
+class StopSwitches:
+    """One stop switch per student (per browser session): Stop ends that student's run after its
+    current step, and the run then finishes normally (results up to where it got, its worker freed)."""
+
+    LIMIT = 1000  # sessions that asked for a run and never started one are forgotten, oldest first
+
+    def __init__(self):
+        self._switches: collections.OrderedDict[str, threading.Event] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def arm(self, key: str) -> threading.Event:
+        """A fresh switch for the run this student just asked for (an older run keeps its own)."""
+        with self._lock:
+            self._switches[key] = threading.Event()
+            self._switches.move_to_end(key)
+            while len(self._switches) > self.LIMIT:
+                self._switches.popitem(last=False)
+            return self._switches[key]
+
+    def current(self, key: str) -> threading.Event:
+        with self._lock:
+            return self._switches.get(key) or self._switches.setdefault(key, threading.Event())
+
+    def stop(self, key: str) -> None:
+        with self._lock:
+            switch = self._switches.get(key)
+        if switch is not None:
+            switch.set()
+
+    def release(self, key: str, switch: threading.Event) -> None:
+        with self._lock:
+            if self._switches.get(key) is switch:
+                del self._switches[key]
+
+
+stop_switches = StopSwitches()
+
+
+def run_experiment(s: Settings, data: Dataset, compare_scratch: bool = False, stop=None):
+    """The pre-trained run, then (optionally) the same settings from scratch. Yields every event."""
+    for scratch in ([False, True] if compare_scratch else [False]):
+        yield from train(s, data, scratch, stop)
+        if stop is not None and stop.is_set():
+            return
+
+
+def experiment_json(results: list[RunResult]) -> dict:
+    """The `finetune` API's JSON for a pre-trained run and, if it was asked for, its from-scratch twin."""
+    main = results[0]
+    scratch = results[1] if len(results) > 1 else None
+    return {"model": main.settings.model, "strategy": main.settings.strategy,
+            "trainable_params": main.trainable_params, "total_params": main.total_params,
+            "history": main.history, "eval": main.eval, "accuracy_before": main.accuracy_before,
+            "accuracy_after": main.accuracy_after, "seconds": round(sum(r.seconds for r in results), 3),
+            "scratch": None if scratch is None else {"accuracy_after": scratch.accuracy_after,
+                                                     "history": scratch.history, "eval": scratch.eval}}
+
+
+def finetune(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3, batch_size: int = 16,
+             train_examples: int = 200, seed: int = 0, compare_scratch: bool = False) -> dict:
+    """The `finetune` API: a whole run on the built-in data, as JSON."""
+    data = builtin_data()
+    s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
+                       max_train=len(data.train))
+    return experiment_json([e for e in run_experiment(s, data, bool(compare_scratch)) if isinstance(e, RunResult)])

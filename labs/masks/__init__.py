@@ -1,0 +1,1 @@
+"""Lab 3, "Masks": compute.py (no gradio), then tab.py."""

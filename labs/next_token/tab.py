@@ -1,0 +1,265 @@
+"""Next token, the tab: layout, wiring, and handlers that take values and return values."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from labs import plots, ui
+from labs.errors import MAX_CHARS, BadInput, check_int
+from labs.next_token import compute, generation
+from labs.next_token.compute import B2_LOGITS, B2_WORDS, EXAMPLE
+
+TITLE = "Next token"
+EXPLAINER = """**A causal LM predicts one token at a time, from the left context only.** Below is its
+probability for every possible next token (the 20 most likely). Temperature sharpens or flattens the
+distribution; top-k and top-p cut off the unlikely tail (greyed out). Decoding strategies turn these
+distributions into text."""
+TRY_THIS = (
+    "B2: set temperature to 0.5, 1 and 2. How do the bars and the entropy change? Check your hand "
+    "calculation with the calculator.",
+    "Set top-k to 5, then top-p to 0.9: which tokens turn grey? Which knob adapts to how sure the model is?",
+    "B5: generate with greedy, then compare all three. Does greedy repeat itself? Is beam search bland?",
+    "Copy the code under Generate and run it yourself: you should get the same text.")
+RECORD_HEADERS = ["step", "token", "probability", "how"]
+BEAM_HEADERS = ["beam", "score (log-prob / length)", "text"]
+
+
+def shown(token: str) -> str:
+    """A token as the chart and the record show it: escapes visible (\\n), the empty string as ∅."""
+    return repr(token)[1:-1] or "∅"
+
+
+def distribution_figure(dist: compute.Distribution):
+    colors = [plots.BLUE if e.kept else plots.GREY for e in dist.entries]
+    hover = [f"id {e.token_id}, logit {e.logit:.2f}, {'kept' if e.kept else 'cut off'}" for e in dist.entries]
+    last = dist.prompt_tokens[-1] if dist.prompt_tokens else ""
+    fig = plots.bar_chart([shown(e.token) for e in dist.entries], [e.prob for e in dist.entries], colors=colors,
+                          hover=hover, title=plots.safe(f"Next token after “…{last}” (grey = cut off by top-k / "
+                                                        "top-p; click a bar to append it)"))
+    fig.update_traces(customdata=[e.token_id for e in dist.entries])  # read by assets/js/bar_click.js
+    return fig
+
+
+def distribution_summary(dist: compute.Distribution, loaded) -> str:
+    note = f"\n\n{ui.notice(ui.esc(dist.note))}" if dist.note else ""
+    return f"Entropy: **{dist.entropy:.3f} nats**. {ui.model_badge(loaded)}{note}"
+
+
+def on_show(prompt, model_name, t, k, p):
+    loaded = compute.causal_lm(model_name)
+    dist = compute.distribution(loaded, prompt, t, k, p)
+    choices = [(f"{shown(e.token)} ({e.prob:.3f})", e.token_id) for e in dist.entries]
+    return (distribution_summary(dist, loaded), distribution_figure(dist), dist.to_json(),
+            gr.update(choices=choices, value=None))
+
+
+def append(prompt, model_name, history, token_id: int, how: str, t, k, p):
+    """The prompt with one more token, the record of chosen tokens, and the new distribution."""
+    entry = compute.entry_for(model_name, prompt, token_id, t, k, p)
+    history = history + [[len(history) + 1, shown(entry.token), round(entry.prob, 4), how]]
+    new_prompt = prompt + entry.token
+    return (new_prompt, history, pd.DataFrame(history, columns=RECORD_HEADERS),
+            *on_show(new_prompt, model_name, t, k, p))
+
+
+def on_take(prompt, model_name, history, t, k, p):
+    return append(prompt, model_name, history, compute.greedy_token(model_name, prompt), "most likely", t, k, p)
+
+
+def on_sample(prompt, model_name, history, t, k, p, seed):
+    seed = check_int(seed, "Seed", 0, 2**32 - 1) + len(history)
+    token_id = compute.sample_tokens(model_name, prompt, t, k, p, 1, seed)[0]
+    return append(prompt, model_name, history, token_id, f"sampled (seed {seed})", t, k, p)
+
+
+def on_pick(prompt, model_name, history, token_id, t, k, p):
+    if token_id is None:
+        return (gr.skip(),) * 7
+    return append(prompt, model_name, history, int(token_id), "picked", t, k, p)
+
+
+def on_bar_click(prompt, model_name, history, clicked, t, k, p):
+    """`clicked` is "<token id>:<time>", set by assets/js/bar_click.js."""
+    token_id = clicked.split(":", 1)[0] if clicked else ""
+    if not token_id.isdigit():
+        return (gr.skip(),) * 7
+    return append(prompt, model_name, history, int(token_id), "clicked", t, k, p)
+
+
+def samples_figure(labels: list[str], shares: list[float], probs: list[float]):
+    fig = go.Figure([go.Bar(name="share of 100 draws", x=plots.unique_labels(labels), y=shares),
+                     go.Bar(name="model probability", x=plots.unique_labels(labels), y=probs)])
+    return plots.style(fig, "100 samples vs the model's probabilities", 420, barmode="group")
+
+
+def on_draw(prompt, model_name, t, k, p, seed):
+    """100 draws at these settings beside the model's probabilities: the 10 likeliest tokens and
+    up to 5 more that were drawn."""
+    loaded = compute.causal_lm(model_name)
+    draws = compute.sample_tokens(loaded, prompt, t, k, p, 100, seed)
+    _, logits, _ = compute.prompt_logits(loaded, prompt)
+    probs, _ = compute.shape(logits, *compute.check_knobs(t, k, p))
+    ids = [int(i) for i in np.lexsort((-logits, -probs))[:10]]
+    ids += [i for i in dict.fromkeys(draws) if i not in ids][:5]
+    counts = dict(zip(*np.unique(draws, return_counts=True)))
+    labels = [shown(loaded.tokenizer.decode([i])) for i in ids]
+    return samples_figure(labels, [counts.get(i, 0) / 100 for i in ids], [float(probs[i]) for i in ids])
+
+
+def beam_rows(result: dict) -> pd.DataFrame:
+    return pd.DataFrame([[i + 1, round(c["score"], 4) if c["score"] is not None else "", c["text"]]
+                         for i, c in enumerate(result["completions"])], columns=BEAM_HEADERS)
+
+
+def on_generate(prompt, model_name, strategy, n_new, t, k, p, n_beams, seed):
+    """Streams greedy / sampled text; beam search arrives whole, all beams listed."""
+    settings = generation.check_generate(prompt, strategy, n_new, t, k, p, n_beams, seed)
+    code = generation.generate_code(model_name, settings)
+    if settings["strategy"] == "beam":
+        result = generation.generate(model_name, **settings)
+        yield result["completions"][0]["text"], beam_rows(result), result, code
+        return
+    text = ""
+    for text in generation.stream(model_name, **settings):
+        yield text, gr.skip(), gr.skip(), code
+    if not text.strip():
+        gr.Warning(generation.ENDED_AT_ONCE)
+    result = {"model": model_name, "strategy": settings["strategy"], "completions": [{"text": text, "score": None}]}
+    yield text, pd.DataFrame(columns=BEAM_HEADERS), result, code
+
+
+def on_compare(prompt, model_name, n_new, t, k, p, n_beams, seed):
+    """The first completion of each strategy; sampling uses the temperature above, the others T = 1."""
+    return tuple(generation.generate(model_name, prompt, s, n_new, t if s == "sample" else 1.0, k, p, n_beams,
+                                     seed)["completions"][0]["text"] for s in generation.STRATEGIES)
+
+
+def calc_inputs(table: pd.DataFrame, t) -> tuple[list[str], list[float], float]:
+    try:
+        return ([str(w) for w in table["word"].tolist()], [float(v) for v in table["logit"].tolist()], float(t))
+    except (TypeError, ValueError):
+        raise BadInput("Every logit and the temperature must be a number.") from None
+
+
+def on_calc(table, t):
+    words, logits, t = calc_inputs(table, t)
+    r = compute.softmax_by_hand(logits, t)
+    rows = "\n".join(f"| {ui.esc(w)} | {z:g} | {z / t:.4f} | {e:.4f} | **{pr:.4f}** |"
+                     for w, z, e, pr in zip(words, logits, r["exp"], r["probs"]))
+    return (f"| word | logit z | z / T | exp(z / T) | probability |\n|---|---|---|---|---|\n{rows}\n\n"
+            f"Sum of exps = **{r['sum']:.4f}**; each probability = exp(z / T) / sum.")
+
+
+def on_answer(table, t, word, answer):
+    words, logits, t = calc_inputs(table, t)
+    if word not in words or answer is None:
+        raise BadInput("Pick a word from the table and type your probability.")
+    right = compute.softmax_by_hand(logits, t)["probs"][words.index(word)]
+    if round(float(answer), 3) == round(right, 3):
+        return f"✅ Right: P({ui.esc(word)}) = {right:.3f}."
+    return f"❌ Not quite: P({ui.esc(word)}) is not {float(answer):.3f}. Divide exp(z / T) by the sum of all four."
+
+
+def step_section() -> SimpleNamespace:
+    with gr.Accordion("One token at a time", open=True):
+        with gr.Row():
+            take = gr.Button("Take the most likely")
+            seed = gr.Number(0, label="Seed", precision=0)
+            sample = gr.Button("Sample one")
+            pick = gr.Dropdown(label="…or append this token", choices=[], value=None)
+        record = ui.table(RECORD_HEADERS, "Tokens chosen so far")
+    with gr.Accordion("Many samples: 100 draws at these settings", open=False):
+        draw = gr.Button("Draw 100 next tokens")
+        histogram = gr.Plot()
+    return SimpleNamespace(take=take, seed=seed, sample=sample, pick=pick, record=record, history=gr.State([]),
+                           draw=draw, histogram=histogram)
+
+
+def generate_section() -> SimpleNamespace:
+    with gr.Accordion("Generate: greedy, sampling, beam search", open=True):
+        with gr.Row():
+            strategy = gr.Radio(list(generation.STRATEGIES), value="greedy", label="Strategy")
+            max_new = gr.Slider(1, generation.MAX_NEW_TOKENS, value=40, step=1, label="Max new tokens")
+            beams = gr.Slider(1, generation.MAX_BEAMS, value=4, step=1, label="Beams (beam search)")
+            seed = gr.Number(42, label="Seed (sampling)", precision=0)
+        with gr.Row():
+            run = gr.Button("Generate", variant="primary")
+            stop = gr.Button("Stop", variant="stop")
+            compare = gr.Button("Compare all three")
+        output = gr.Textbox(label="Continuation (streamed)", lines=5, buttons=["copy"], elem_id="generate-output")
+        beam_table = ui.table(BEAM_HEADERS, "Beams, best first")
+        result = ui.result_json()
+        with gr.Row():
+            greedy = gr.Textbox(label="Greedy", lines=6)
+            sampled = gr.Textbox(label="Sampling (at the temperature / top-k / top-p above)", lines=6)
+            beam = gr.Textbox(label="Beam search (best beam)", lines=6)
+        code = gr.Code(label="The same call in Python (exercise B5)", language="python")
+    return SimpleNamespace(strategy=strategy, max_new=max_new, beams=beams, seed=seed, run=run, stop=stop,
+                           compare=compare, output=output, beam_table=beam_table, result=result,
+                           compared=[greedy, sampled, beam], code=code)
+
+
+def softmax_section() -> SimpleNamespace:
+    with gr.Accordion("Softmax and temperature by hand (exercise B2)", open=False):
+        gr.Markdown("Context: *The cat* → which word next? Edit the logits and the temperature.")
+        table = gr.Dataframe(pd.DataFrame({"word": B2_WORDS, "logit": B2_LOGITS}), interactive=True,
+                             label="Words and logits", column_count=2)
+        t = gr.Number(1.0, label="Temperature T")
+        run = gr.Button("Compute")
+        out = gr.Markdown()
+        with gr.Row():
+            word = gr.Dropdown(B2_WORDS, value="sat", label="Word")
+            answer = gr.Number(None, label="Your probability (3 decimals)")
+            check = gr.Button("Check")
+        verdict = gr.Markdown()
+    return SimpleNamespace(table=table, t=t, run=run, out=out, word=word, answer=answer, check=check, verdict=verdict)
+
+
+def build(demo: gr.Blocks) -> None:
+    ui.explainer(EXPLAINER)
+    with gr.Row():
+        prompt = gr.Textbox(EXAMPLE, label="Prompt", scale=3, max_lines=4, max_length=MAX_CHARS)
+        model = ui.model_dropdown("causal", label="Causal LM")
+    with gr.Row():
+        temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (0 = greedy)")
+        top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k (0 = off)")
+        top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="Top-p (1 = off)")
+    show = gr.Button("Show the next-token distribution", variant="primary")
+    summary = gr.Markdown()
+    chart = gr.Plot(label="Next-token distribution (click a bar to append that token)", elem_id="nt-chart")
+    clicked = gr.Textbox(elem_id="nt-clicked", elem_classes=["lab-offscreen"], label="clicked token", container=False)
+    dist_json = ui.result_json()
+    step, gen, calc = step_section(), generate_section(), softmax_section()
+    ui.try_this(*TRY_THIS)
+
+    knobs = [temperature, top_k, top_p]
+    shown_outputs = [summary, chart, dist_json, step.pick]
+    ui.wire([show.click, prompt.submit, demo.load], on_show, [prompt, model, *knobs], shown_outputs)
+    ui.wire([s.release for s in knobs], on_show, [prompt, model, *knobs], shown_outputs, show_progress="hidden")
+    step_outputs = [prompt, step.history, step.record, *shown_outputs]
+    ui.wire(step.take.click, on_take, [prompt, model, step.history, *knobs], step_outputs)
+    ui.wire(step.sample.click, on_sample, [prompt, model, step.history, *knobs, step.seed], step_outputs)
+    ui.wire(step.pick.input, on_pick, [prompt, model, step.history, step.pick, *knobs], step_outputs)
+    # .change, not .input: the value is set by assets/js/bar_click.js, never typed.
+    ui.wire(clicked.change, on_bar_click, [prompt, model, step.history, clicked, *knobs], step_outputs)
+    ui.wire(step.draw.click, on_draw, [prompt, model, *knobs, step.seed], step.histogram)
+    gen_inputs = [prompt, model, gen.strategy, gen.max_new, *knobs, gen.beams, gen.seed]
+    running = ui.wire(gen.run.click, on_generate, gen_inputs, [gen.output, gen.beam_table, gen.result, gen.code],
+                      concurrency_id="generate", concurrency_limit=2)
+    ui.wire(gen.stop.click, None, cancels=[running], queue=False)
+    ui.wire(gen.compare.click, on_compare, [prompt, model, gen.max_new, *knobs, gen.beams, gen.seed], gen.compared,
+            concurrency_id="generate")
+    ui.wire([calc.run.click, demo.load], on_calc, [calc.table, calc.t], calc.out)
+    ui.wire(calc.check.click, on_answer, [calc.table, calc.t, calc.word, calc.answer], calc.verdict)
+    # The API takes the full ranges (temperature up to 5), beyond the sliders' lecture range.
+    ui.api(compute.next_token_json, "next_token",
+           "next_token(prompt, model, temperature, top_k, top_p) -> {model, source, prompt_tokens, entropy, "
+           "distribution: [{token, token_id, logit, prob, kept}]}")
+    ui.api(generation.generate_json, "generate",
+           "generate(prompt, model, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed) -> "
+           "{model, strategy, completions: [{text, score}], note}", concurrency_id="generate", concurrency_limit=2)
