@@ -2,123 +2,166 @@
 left-only panel), masked-LM logits at chosen positions (Fill in the blank), and attention weights
 (Attention, Masks).
 
-Every function takes a loaded model (resolved once by the caller) and token ids, and returns
-numpy arrays. Results are cached here, and only here, keyed by the model and the exact ids: the
-same example on every student's screen costs one forward pass."""
+Every function takes a loaded model (resolved once by the caller) and token ids, and returns numpy
+arrays. Concurrent requests for the same model and pass run as one padded forward pass (see
+labs.batching); results are cached here, and only here, keyed by the model and the exact ids.
+
+Padding is on the right with an attention mask, so every real token keeps its position: an encoder
+ignores the padded keys (their weight is exactly 0), and a causal LM's real tokens never see the
+padding after them. Each request reads its own rows back, cut to its own length: a result does not
+depend on what it was batched with (up to float rounding, about 1e-6)."""
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from functools import partial
 
 import numpy as np
 
+from labs.batching import Batcher, ResultCache
 from labs.models import LoadedModel
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
-
-
-class ResultCache:
-    """A thread-safe LRU of numpy results bounded by their total size in bytes."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self._items: OrderedDict = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def put(self, key, value: np.ndarray) -> None:
-        with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = value
-            self._bytes += value.nbytes
-            while self._bytes > self.max_bytes and len(self._items) > 1:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= old.nbytes
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
-
+# Per kind of pass: at most this many requests in one batch, and a budget on their cost (tokens, or
+# tokens² for attention, whose weights grow with the square of the length) that bounds its memory.
+LIMITS = {"next": dict(max_batch=64, max_cost=8192), "mlm": dict(max_batch=64, max_cost=8192),
+          "attn": dict(max_batch=16, max_cost=8 * 128 * 128)}
 
 cache = ResultCache(CACHE_BYTES)
-forward_passes = {"count": 0}  # how many times a model ran (tests count them)
+_batchers: dict[tuple[str, str], Batcher] = {}
+_batchers_lock = threading.Lock()
 
 
-def _cached(key, compute) -> np.ndarray:
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    value = compute()
-    value.setflags(write=False)  # shared between students: nobody may change it
-    forward_passes["count"] += 1
-    cache.put(key, value)
-    return value
+def forward_passes() -> int:
+    """How many forward passes (batches) the shared passes have run: tests count them."""
+    return sum(b.stats["batches"] for b in list(_batchers.values()))
 
 
-def _tensor(loaded: LoadedModel, rows: list[list[int]]):
+def batch_stats() -> dict[str, dict]:
+    return {b.name: dict(b.stats) for b in list(_batchers.values())}
+
+
+def _submit(loaded: LoadedModel, kind: str, item, cost: int):
+    key = (loaded.name, kind)
+    batcher = _batchers.get(key)
+    if batcher is None:
+        with _batchers_lock:
+            batcher = _batchers.setdefault(key, Batcher(f"{loaded.name}/{kind}", partial(RUNNERS[kind], loaded),
+                                                        cache, **LIMITS[kind]))
+    return batcher.submit((loaded.name, kind, item), item, cost)
+
+
+def _padded(loaded: LoadedModel, rows: list) -> tuple:
+    """Right-padded ids and their attention mask, on the model's device."""
     import torch
 
-    return torch.tensor(rows, device=loaded.device)
+    width = max(len(r) for r in rows)
+    pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, :len(row)] = torch.tensor(row)
+        mask[i, :len(row)] = 1
+    return ids.to(loaded.device), mask.to(loaded.device)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """A result of its own (not a view into the batch's array), read-only: students share it."""
+    array = np.array(array, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+# ---------------------------------------------------------------- next-token logits
 
 
 def next_token_logits(loaded: LoadedModel, ids: list[int]) -> np.ndarray:
-    """A causal LM's logits for the token after `ids` (float32, one per vocabulary entry).
-    The output head runs at the last position only."""
-    def compute():
-        import torch
+    """A causal LM's logits for the token after `ids` (float32, one per vocabulary entry)."""
+    return _submit(loaded, "next", tuple(ids), len(ids))
 
-        with torch.no_grad():
-            hidden = loaded.model.base_model(input_ids=_tensor(loaded, [ids])).last_hidden_state[:, -1]
-            return loaded.model.get_output_embeddings()(hidden)[0].float().cpu().numpy()
 
-    return _cached((loaded.name, "next", tuple(ids)), compute)
+def _run_next(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
+    """The output head runs at each row's last real position only."""
+    import torch
+
+    ids, mask = _padded(loaded, items)
+    with torch.inference_mode():
+        hidden = loaded.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+        last = hidden[torch.arange(len(items), device=ids.device), mask.sum(dim=1) - 1]
+        logits = loaded.model.get_output_embeddings()(last).float().cpu().numpy()
+    return [_frozen(row) for row in logits]
+
+
+# ---------------------------------------------------------------- masked-LM logits
 
 
 def mlm_logits(loaded: LoadedModel, ids: list[int], positions: list[int]) -> np.ndarray:
-    """A masked LM's logits at `positions` ([positions, vocab], float32). For BERT the vocabulary
-    head (the costliest layer, 30,522 outputs) runs on those positions alone."""
-    def compute():
-        import torch
+    """A masked LM's logits at `positions` ([positions, vocab], float32)."""
+    return _submit(loaded, "mlm", (tuple(ids), tuple(positions)), len(ids))
 
-        model, inputs = loaded.model, {"input_ids": _tensor(loaded, [ids])}
-        at = torch.tensor(positions, device=loaded.device)
-        with torch.no_grad():
-            if hasattr(model, "bert") and hasattr(model, "cls"):
-                return model.cls(model.bert(**inputs).last_hidden_state[0, at]).float().cpu().numpy()
-            return model(**inputs).logits[0, at].float().cpu().numpy()
 
-    return _cached((loaded.name, "mlm", tuple(ids), tuple(positions)), compute)
+def _mlm_head(model):
+    """The layers after the encoder that turn a hidden state into vocabulary logits (BERT: cls,
+    RoBERTa: lm_head, DistilBERT: four modules); None for an architecture not known here."""
+    if hasattr(model, "cls"):
+        return model.cls
+    if hasattr(model, "lm_head"):
+        return model.lm_head
+    if hasattr(model, "vocab_projector"):
+        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+    return None
+
+
+def _run_mlm(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
+    """The vocabulary head (the costliest layer, 30,522 outputs for BERT) runs at the asked
+    positions only, when the architecture's head is known."""
+    import torch
+
+    ids, mask = _padded(loaded, [i for i, _ in items])
+    rows = torch.tensor([b for b, (_, pos) in enumerate(items) for _ in pos], device=ids.device)
+    cols = torch.tensor([p for _, pos in items for p in pos], device=ids.device)
+    head = _mlm_head(loaded.model)
+    with torch.inference_mode():
+        if head is not None:
+            hidden = loaded.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+            logits = head(hidden[rows, cols])
+        else:
+            logits = loaded.model(input_ids=ids, attention_mask=mask).logits[rows, cols]
+    logits = logits.float().cpu().numpy()
+    bounds = np.cumsum([0] + [len(pos) for _, pos in items])
+    return [_frozen(logits[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+# ---------------------------------------------------------------- attention weights
 
 
 def attentions(loaded: LoadedModel, ids: list[int], token_type_ids: list[int] | None = None) -> np.ndarray:
-    """Every layer's and head's attention, [layers, heads, n, n] float32 (rows sum to 1). Runs the
-    base model only: no vocabulary head over every position."""
-    def compute():
-        import torch
+    """Every layer's and head's attention, [layers, heads, n, n] float32 (rows sum to 1)."""
+    item = (tuple(ids), tuple(token_type_ids) if token_type_ids is not None else None)
+    return _submit(loaded, "attn", item, len(ids) ** 2)
 
-        inputs = {"input_ids": _tensor(loaded, [ids])}
-        if token_type_ids is not None:
-            inputs["token_type_ids"] = _tensor(loaded, [token_type_ids])
-        with torch.no_grad():
-            out = loaded.model.base_model(**inputs, output_attentions=True)
-        return torch.stack([a[0] for a in out.attentions]).float().cpu().numpy()
 
-    key = (loaded.name, "attn", tuple(ids), tuple(token_type_ids) if token_type_ids is not None else None)
-    return _cached(key, compute)
+def _run_attn(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
+    """The base model only: no vocabulary head over every position."""
+    import torch
+
+    ids, mask = _padded(loaded, [i for i, _ in items])
+    inputs = {"input_ids": ids, "attention_mask": mask}
+    if any(segments is not None for _, segments in items):  # absent segments are 0, the model's default
+        inputs["token_type_ids"] = torch.zeros_like(ids)
+        for b, (_, segments) in enumerate(items):
+            if segments is not None:
+                inputs["token_type_ids"][b, :len(segments)] = torch.tensor(segments)
+    with torch.inference_mode():
+        out = loaded.model.base_model(**inputs, output_attentions=True)
+    weights = torch.stack(out.attentions, dim=1).float().cpu().numpy()  # [batch, layers, heads, n, n]
+    return [_frozen(weights[b, :, :, :len(i), :len(i)]) for b, (i, _) in enumerate(items)]
+
+
+RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn}
+
+
+# ---------------------------------------------------------------- helpers for causal LMs and probabilities
 
 
 def causal_ids(loaded: LoadedModel, text: str, max_tokens: int | None = None) -> tuple[list[int], str]:
@@ -143,7 +186,16 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def top_k(probs: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The k most likely (token id, probability) pairs, best first (ties: lower id first)."""
-    order = np.argsort(-probs, kind="stable")[:k]
-    return [(int(i), float(probs[i])) for i in order]
+def top_k(values: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k largest (token id, value) pairs, largest first (ties: lower id first). Linear in the
+    vocabulary size: a full sort of 50,000 logits per request costs more than the request's share
+    of a batched forward pass."""
+    values = np.asarray(values)
+    k = min(k, len(values))
+    if k < len(values):
+        threshold = np.partition(values, len(values) - k)[len(values) - k]  # the k-th largest
+        candidates = np.flatnonzero(values >= threshold)  # k of them, or more when values tie
+    else:
+        candidates = np.arange(len(values))
+    order = candidates[np.lexsort((candidates, -values[candidates]))][:k]
+    return [(int(i), float(values[i])) for i in order]

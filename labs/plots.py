@@ -9,10 +9,20 @@ import html
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 FONT = dict(size=16, color="#111827")
 BLUE, GREEN, GREY, RED, PURPLE = "#1d4ed8", "#047857", "#d1d5db", "#dc2626", "#7c3aed"
-CHART_CONFIG = {"toImageButtonOptions": {"format": "png", "scale": 2}}
+GRID = "#EBF0F8"
+
+# The look of plotly_white in a template a tenth of its size: every figure copies and checks its
+# template, and with plotly_white that was two thirds of the cost of drawing a heatmap (29 -> 11 ms),
+# paid for every chart on every student's first page.
+pio.templates["lm_lab"] = go.layout.Template(layout=dict(
+    paper_bgcolor="white", plot_bgcolor="white", font=FONT,
+    xaxis=dict(gridcolor=GRID, linecolor=GRID, zerolinecolor=GRID, automargin=True),
+    yaxis=dict(gridcolor=GRID, linecolor=GRID, zerolinecolor=GRID, automargin=True)))
+pio.templates.default = "lm_lab"
 
 
 def safe(text) -> str:
@@ -23,8 +33,7 @@ def safe(text) -> str:
 def style(fig: go.Figure, title: str = "", height: int | None = None, **layout) -> go.Figure:
     """The house style: large type, white background, a title that reads from the back row.
     `title` must already be safe (see `safe`)."""
-    fig.update_layout(font=FONT, template="plotly_white", margin=layout.pop("margin", dict(l=10, r=10, t=60, b=10)),
-                      **layout)
+    fig.update_layout(margin=layout.pop("margin", dict(l=10, r=10, t=60, b=10)), **layout)
     if title:
         fig.update_layout(title=dict(text=title, font=dict(size=20)))
     if height:

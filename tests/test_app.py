@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import screenshot
+from pathlib import Path
+
+from conftest import ROOT, screenshot
 
 from labs import models
 
@@ -33,3 +35,64 @@ def test_five_tabs_in_order_and_the_status_line_says_offline(page):
         page.wait_for_timeout(300)
         screenshot(page, f"tab-{title.lower().replace(' ', '-')}")
     assert page.outside_requests == []
+
+
+def test_sessions_compute_component_configs_only_when_used_and_the_same_as_gradio():
+    """labs.fast_sessions: a new student's session no longer builds every component's configuration
+    at once, and what it builds is what Gradio builds."""
+    import app
+
+    from labs import fast_sessions
+
+    demo = app.build_app()
+    ours = fast_sessions.state_holder.SessionState(demo)
+    theirs = fast_sessions.gradio_session(demo)
+    assert set(vars(ours)) == set(vars(theirs))
+    assert dict.__len__(ours.config_values) == 0  # nothing computed yet
+    assert set(ours.config_values) == set(theirs.config_values)
+    some = sorted(theirs.config_values)[::25]
+    for key in some:
+        assert ours.config_values[key] == theirs.config_values[key]
+    assert dict.__len__(ours.config_values) == len(some)
+    assert dict(ours.config_values.items()) == theirs.config_values
+
+
+def test_space_front_matter_preloads_every_hub_default():
+    """A Space bakes these into its image; the list must follow the registry's Hub models."""
+    import yaml
+
+    front = yaml.safe_load(Path(ROOT / "README.md").read_text().split("---")[1])
+    preloaded = [entry.split()[0] for entry in front["preload_from_hub"]]
+    hub_ids = [c.location for c in models.HUB_MODELS]
+    assert preloaded == hub_ids and len(preloaded) <= 10  # Spaces preload at most 10 repositories
+    assert all(len(entry.split()) == 2 for entry in front["preload_from_hub"])  # explicit files: no GB of extras
+    assert set(hub_ids) <= set(front["models"])
+    assert front["sdk_version"] == __import__("gradio").__version__
+
+
+def test_a_first_page_result_is_built_once_and_handed_out_fresh():
+    from labs import ui
+
+    calls = []
+
+    def handler(x):
+        calls.append(x)
+        return {"__type__": "update", "value": x}, [x]
+
+    first = ui.first_page(handler)
+    a = first(1)
+    a[0].pop("value")  # what Gradio does to an update dict
+    b = first(1)
+    assert calls == [1] and b[0]["value"] == 1 and b[1] is a[1]
+    first(2)
+    assert calls == [1, 2]
+
+    def failing(x):
+        calls.append("failed")
+        raise ValueError("no model")
+
+    broken = ui.first_page(failing)
+    for _ in range(2):
+        with __import__("pytest").raises(ValueError):
+            broken(1)
+    assert calls.count("failed") == 2  # a failure is not kept

@@ -238,3 +238,19 @@ def test_clicking_a_bar_appends_that_token(page):
     appended = prompt.input_value()[len(before):]
     assert repr(appended)[1:-1] == third  # the chart labels tokens as repr() without quotes
     page.get_by_text("clicked", exact=True).first.wait_for(state="attached")  # the record says how it was chosen
+
+
+def test_stop_then_generate_again_starts_a_new_text(page):
+    """Stop ends the text (the run finishes normally), and a Generate clicked right after runs."""
+    page.get_by_role("tab", name="Next token").click()
+    page.get_by_text("Entropy:").wait_for(timeout=60000)
+    page.get_by_label("sample").check()
+    box = page.locator("#generate-output textarea")
+    page.get_by_role("button", name="Generate", exact=True).click()
+    page.wait_for_function("el => el.value.length > 5", arg=box.element_handle(), timeout=60000)
+    first = box.input_value()[:12]
+    page.get_by_label("Seed (sampling)").fill("7")  # read when Generate is clicked
+    page.get_by_role("button", name="Stop", exact=True).click()
+    page.get_by_role("button", name="Generate", exact=True).click()  # at once, as an impatient student does
+    page.wait_for_function("([el, old]) => el.value.length > 5 && !el.value.startsWith(old)",
+                           arg=[box.element_handle(), first], timeout=120000)

@@ -192,9 +192,10 @@ def build(demo: gr.Blocks) -> None:
     ui.try_this(*TRY_THIS)
 
     inputs = [text, text_b, model, layer, head, average]
-    ui.wire([show.click, demo.load], on_show, inputs,
-            [notice, segments, head_view, model_view, head_download, model_download, layer, head, head_plot,
-             grid_plot, counts, legend, head_map, result_json])
+    shown = [notice, segments, head_view, model_view, head_download, model_download, layer, head, head_plot,
+             grid_plot, counts, legend, head_map, result_json]
+    ui.wire(show.click, on_show, inputs, shown)
+    ui.on_load(demo, on_show, inputs, shown)
     ui.wire([layer.release, head.release, average.change], on_heatmap, inputs, [head_plot, grid_plot])
     ui.wire(head_map.select, on_cell, [text, text_b, model], [layer, head, average, head_plot, grid_plot])
     ui.wire(compare_btn.click, on_compare, [text, compare_encoder, compare_causal],

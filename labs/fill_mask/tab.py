@@ -150,12 +150,15 @@ def build(demo: gr.Blocks) -> None:
         sim_summary = gr.Markdown()
     ui.try_this(*TRY_THIS)
 
-    first_load = [predict_btn.click, text.submit, demo.load]
-    ui.wire(first_load, on_left, [text, causal, top_k], left_chart)
+    predicted = [filled, chart, table, tokens, result_json]
+    ui.wire([predict_btn.click, text.submit], on_left, [text, causal, top_k], left_chart)
+    ui.on_load(demo, on_left, [text, causal, top_k], left_chart)
     if masked_names:
-        ui.wire(first_load, on_predict, [text, model, top_k], [filled, chart, table, tokens, result_json])
+        ui.wire([predict_btn.click, text.submit], on_predict, [text, model, top_k], predicted)
+        ui.on_load(demo, on_predict, [text, model, top_k], predicted)
     else:
-        ui.wire([predict_btn.click, demo.load], compute.tokens_only, [model, text], tokens)
+        ui.wire(predict_btn.click, compute.tokens_only, [model, text], tokens)
+        ui.on_load(demo, compute.tokens_only, [model, text], tokens)
     ui.wire(guess_btn.click, on_guess, [text, model, blank_no, word], guess_out)
     ui.wire(sim_btn.click, on_simulate, [sim_text, model, seed], [sim_table, sim_summary])
     ui.wire(resample.click, next_seed, seed, seed, queue=False).then(

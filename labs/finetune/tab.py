@@ -12,6 +12,7 @@ from labs.errors import BadInput, check_int
 from labs.finetune import codegen, data, report, strategies, training
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
 from labs.finetune.strategies import DEFAULTS, LEARNING_RATE_PRESETS, LIMITS, LORA_TARGETS
+from labs.switches import StopSwitches
 
 TITLE = "Fine-tune"
 EXPLAINER = """**Pre-train once, fine-tune cheaply.** A small pre-trained encoder gets a new classification head and
@@ -32,6 +33,7 @@ PREVIEW_HEADERS = ["text", "label", "split"]
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
 RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
                 "seconds"]
+STOPS = StopSwitches()  # one per student: Stop ends their run after the current step
 STARTING = ("Starting… If another run is in progress, yours waits for it: your place in the queue shows on "
             "the chart.")
 
@@ -123,9 +125,9 @@ def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, 
     student's switch) or a closed page ends it after the current step."""
     s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
                               chosen)
-    stop = training.stop_switches.current(request.session_hash)
+    stop = STOPS.current(request.session_hash)
     if stop.is_set():  # stopped while it waited for its turn
-        training.stop_switches.release(request.session_hash, stop)
+        STOPS.release(request.session_hash, stop)
         yield (stopped(), *(gr.update(),) * 4, runs, *(gr.update(),) * 3)
         return
     live = report.LiveRun(2 if with_scratch else 1)
@@ -137,7 +139,7 @@ def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, 
                        *(gr.update(),) * 3)
     finally:
         events.close()  # a closed page ends the run after its current step
-        training.stop_switches.release(request.session_hash, stop)
+        STOPS.release(request.session_hash, stop)
     runs = report.with_history(runs, live)
     yield (stopped() if stop.is_set() else ui.DONE, live.final_figure(), live.summary(),
            sample_frame(live.finished[0]), live.finished[0].run_id, runs, report.curves_figure(runs, "Your last runs"),
@@ -145,7 +147,7 @@ def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, 
 
 
 def starting(request: gr.Request) -> str:
-    training.stop_switches.arm(request.session_hash)
+    STOPS.arm(request.session_hash)
     return ui.progress_html(None, STARTING)
 
 
@@ -154,7 +156,7 @@ def stopped() -> str:
 
 
 def on_stop(request: gr.Request) -> str:
-    training.stop_switches.stop(request.session_hash)
+    STOPS.stop(request.session_hash)
     return ui.progress_html(None, "Stopping after the current step…")
 
 
@@ -247,24 +249,25 @@ def build(demo: gr.Blocks) -> None:
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)
     ui.wire(upload.upload, on_upload, upload, data_outputs)
-    ui.wire(demo.load, on_load_data, None, [data_note, preview])
+    ui.on_load(demo, on_load_data, None, [data_note, preview])
     param_inputs = [s.model, s.kind, s.n, s.targets]
-    ui.wire([s.model.change, s.kind.change, s.targets.change, s.n.release, demo.load], on_params, param_inputs,
-            s.params)
+    ui.wire([s.model.change, s.kind.change, s.targets.change, s.n.release], on_params, param_inputs, s.params)
+    ui.on_load(demo, on_params, param_inputs, s.params)
     ui.wire(s.preset.change, preset_rate, s.preset, s.lr)
-    ui.wire([c.change for c in s.values] + [demo.load], on_code, s.values + [chosen], extras.code,
-            show_progress="hidden")
+    ui.wire([c.change for c in s.values], on_code, s.values + [chosen], extras.code, show_progress="hidden")
+    ui.on_load(demo, on_code, s.values + [chosen], extras.code)
     # One run at a time on the server (UI and API share the "finetune" slot); a queued student sees
     # their place in the queue on the curves until their run starts.
     # Stop flips this student's switch instead of cancelling the event: a cancelled event leaves the
     # page unable to start the next run for a while, and a run asked for meanwhile starts when this one ends.
     ui.wire(run_btn.click, starting, None, out.outputs[0], queue=False).then(
         ui.friendly(on_run), s.values + [chosen, s.scratch, out.runs], out.outputs, api_visibility="private",
-        concurrency_id="finetune", show_progress="minimal", show_progress_on=[out.outputs[1]],
+        concurrency_id="finetune", concurrency_limit=1, show_progress="minimal", show_progress_on=[out.outputs[1]],
         trigger_mode="always_last")
     ui.wire(stop_btn.click, on_stop, None, out.outputs[0], queue=False)
     ui.wire(out.classify.click, training.classify, [out.run_id, out.text], out.label)
-    ui.wire([c.change for c in extras.lora] + [demo.load], on_lora, extras.lora, extras.lora_out)
+    ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
+    ui.on_load(demo, on_lora, extras.lora, extras.lora_out)
     ui.api(training.finetune, "finetune",
            "Fine-tune an encoder on the built-in sentiment set; returns the curves and accuracies.",
-           concurrency_id="finetune")
+           concurrency_id="finetune", concurrency_limit=1)

@@ -239,43 +239,6 @@ def classify(run_id: str | None, text: str) -> dict[str, float]:
     return dict(zip(labels, probs))
 
 
-class StopSwitches:
-    """One stop switch per student (per browser session): Stop ends that student's run after its
-    current step, and the run then finishes normally (results up to where it got, its worker freed)."""
-
-    LIMIT = 1000  # sessions that asked for a run and never started one are forgotten, oldest first
-
-    def __init__(self):
-        self._switches: collections.OrderedDict[str, threading.Event] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def arm(self, key: str) -> threading.Event:
-        """A fresh switch for the run this student just asked for (an older run keeps its own)."""
-        with self._lock:
-            self._switches[key] = threading.Event()
-            self._switches.move_to_end(key)
-            while len(self._switches) > self.LIMIT:
-                self._switches.popitem(last=False)
-            return self._switches[key]
-
-    def current(self, key: str) -> threading.Event:
-        with self._lock:
-            return self._switches.get(key) or self._switches.setdefault(key, threading.Event())
-
-    def stop(self, key: str) -> None:
-        with self._lock:
-            switch = self._switches.get(key)
-        if switch is not None:
-            switch.set()
-
-    def release(self, key: str, switch: threading.Event) -> None:
-        with self._lock:
-            if self._switches.get(key) is switch:
-                del self._switches[key]
-
-
-stop_switches = StopSwitches()
-
 
 def run_experiment(s: Settings, data: Dataset, compare_scratch: bool = False, stop=None):
     """The pre-trained run, then (optionally) the same settings from scratch. Yields every event."""

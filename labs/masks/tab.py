@@ -75,6 +75,8 @@ def labels_for(text, encoder_name, use_subwords) -> tuple[list[str], str]:
 
 
 def on_pick(text, encoder_name, use_subwords, row):
+    if row is None:  # the list was just refilled: the masks on screen are already right
+        return gr.skip(), gr.skip(), pd.DataFrame(columns=ATTEND_HEADERS)
     tokens, _ = labels_for(text, encoder_name, use_subwords)
     row = None if row is None or int(row) >= len(tokens) else int(row)
     rows = compute.can_attend_table(tokens, row) if row is not None else []
@@ -190,16 +192,19 @@ def build(demo: gr.Blocks) -> None:
                        ("The cat sat on the mat", "Le chat était assis"), "Show encoder–decoder masks", 3)
     ui.try_this(*TRY_THIS)
 
-    ui.wire([show.click, demo.load], on_show, [text, encoder, causal],
-            [notice, bidir_plot, causal_plot, picked, table, counts, count.n, *count.arithmetic, result_json])
+    shown = [notice, bidir_plot, causal_plot, picked, table, counts, count.n, *count.arithmetic, result_json]
+    ui.wire(show.click, on_show, [text, encoder, causal], shown)
+    ui.on_load(demo, on_show, [text, encoder, causal], shown)
     ui.wire(picked.change, on_pick, [text, encoder, subwords, picked], [bidir_plot, causal_plot, table])
     ui.wire(subwords.change, on_labels, [text, encoder, subwords], [bidir_plot, causal_plot, picked, notice])
     ui.wire(count.check.click, on_check, [count.n, count.bidirectional, count.causal], count.verdict)
     # The real-model forward pass is cached (labs.lm): sliders and first loads reuse it.
-    ui.wire([show.click, layer.release, head.release, demo.load], on_real, [text, encoder, causal, layer, head],
-            [real_note, enc_plot, dec_plot])
-    ui.wire([padding.run.click, demo.load], on_padding, padding.texts, padding.plots)
-    ui.wire([encdec.run.click, demo.load], on_encdec, encdec.texts, encdec.plots)
+    real = ([text, encoder, causal, layer, head], [real_note, enc_plot, dec_plot])
+    ui.wire([show.click, layer.release, head.release], on_real, *real)
+    ui.on_load(demo, on_real, *real)
+    for part, handler in ((padding, on_padding), (encdec, on_encdec)):
+        ui.wire(part.run.click, handler, part.texts, part.plots)
+        ui.on_load(demo, handler, part.texts, part.plots)
     ui.api(compute.masks_result, "masks",
            "masks(text, encoder_model, causal_model) -> {tokens, bidirectional, causal, connections, real: {encoder, "
            "causal}}")

@@ -99,7 +99,9 @@ def distribution(model_name, prompt, temperature=1.0, top_k=0, top_p=1.0, top_n:
     loaded = causal_lm(model_name)
     tokens, logits, note = prompt_logits(loaded, prompt, allow_empty)
     probs, kept = shape(logits, temperature, top_k, top_p)
-    order = np.lexsort((-logits, -probs))[:top_n]  # by probability, ties (T = 0) by logit
+    # By probability, ties (T = 0) by logit: probability never falls as the logit rises, so this is
+    # the order of the logits (ties: lower id first).
+    order = [i for i, _ in lm.top_k(logits, top_n)]
     entries = [Entry(loaded.tokenizer.decode([int(i)]), int(i), float(logits[i]), float(probs[i]), bool(kept[i]))
                for i in order]
     return Distribution(loaded.name, loaded.source, tokens, entropy(probs), entries, note)

@@ -4,16 +4,15 @@ whole or streamed token by token, and the exact generate() call as code."""
 from __future__ import annotations
 
 import threading
-import time
 
 from labs import lm, models
 from labs.errors import check_choice, check_int
+from labs.next_token import streaming
 from labs.next_token.compute import causal_lm, check_knobs, check_prompt
 
 STRATEGIES = ("greedy", "sample", "beam")
 MAX_NEW_TOKENS = 200
 MAX_BEAMS = 8
-STREAM_GAP = 0.04  # seconds between updates: tokens arrive in small batches, so the reader wakes less often
 ENDED_AT_ONCE = "The model ended the text at once (it produced its end-of-text token first)."
 
 
@@ -53,20 +52,8 @@ def generate_code(model_name: str, settings: dict) -> str:
             f"print(tokenizer.batch_decode(out[:, inputs[\"input_ids\"].shape[1]:], skip_special_tokens=True))\n")
 
 
-class StopFlag:
-    """A StoppingCriteria that ends generate() when the student presses Stop (or leaves)."""
-
-    def __init__(self):
-        self.event = threading.Event()
-
-    def __call__(self, input_ids, scores, **kwargs):
-        import torch
-
-        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
-
-
 def prepare(loaded: models.LoadedModel, settings: dict) -> tuple[dict, str]:
-    """generate()'s inputs for these settings, and a note when the prompt was cut."""
+    """generate()'s inputs for these settings (one prompt), and a note when the prompt was cut."""
     import torch
 
     ids, note = lm.causal_ids(loaded, settings["prompt"])
@@ -78,22 +65,56 @@ def prepare(loaded: models.LoadedModel, settings: dict) -> tuple[dict, str]:
     return kwargs, note
 
 
-def generate(model_name, prompt, strategy="greedy", max_new_tokens=30, temperature=1.0, top_k=50, top_p=1.0,
-             num_beams=4, seed=0) -> dict:
-    """Run model.generate() with these settings; beam search returns every beam, best first."""
-    import torch
+def is_greedy(settings: dict) -> bool:
+    """Greedy decoding (sampling at temperature 0 is greedy too): these requests are batched."""
+    return settings["strategy"] != "beam" and not generate_kwargs(
+        settings["strategy"], 1, settings["temperature"], 0, 1.0, 1)["do_sample"]
+
+
+def start(loaded: models.LoadedModel, settings: dict, stop: threading.Event | None = None):
+    """Start a greedy (batched) or sampled (alone) generation; returns the collector its tokens
+    arrive in, and the thread of a generation that runs alone (None in a batch)."""
     from transformers import set_seed
 
+    kwargs, _ = prepare(loaded, settings)
+    collector = streaming.TokenCollector(settings["max_new_tokens"], loaded.tokenizer.eos_token_id, stop)
+    if is_greedy(settings):
+        streaming.start_greedy(loaded, kwargs["input_ids"][0].tolist(), collector)
+        return collector, None
+
+    def sample():
+        set_seed(settings["seed"])
+        loaded.model.generate(**kwargs, streamer=collector, stopping_criteria=[streaming.RowsFinished([collector])])
+
+    return collector, streaming.start_alone(sample, collector)
+
+
+def stream(model_name, prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed,
+           stop: threading.Event | None = None):
+    """Greedy or sampled text as it is produced (yields the text so far). Closing the generator, or
+    `stop`, ends this generation at the next token (a batch goes on for the others)."""
     settings = check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
     loaded = causal_lm(model_name)
-    kwargs, note = prepare(loaded, settings)
-    beams = settings["strategy"] == "beam" and settings["num_beams"] > 1
-    set_seed(settings["seed"])
-    with torch.no_grad():
-        out = loaded.model.generate(**kwargs, return_dict_in_generate=True, output_scores=beams)
-    start = kwargs["input_ids"].shape[1]
-    texts = loaded.tokenizer.batch_decode(out.sequences[:, start:], skip_special_tokens=True)
-    scores = out.sequences_scores.tolist() if beams else [None] * len(texts)
+    collector, alone = start(loaded, settings, stop)
+    try:
+        yield from streaming.read(loaded.tokenizer, collector)
+    finally:
+        collector.stop.set()
+        if alone is not None:
+            alone.join(timeout=30)  # stops at its next token; a batch goes on for the others
+
+
+def generate(model_name, prompt, strategy="greedy", max_new_tokens=30, temperature=1.0, top_k=50, top_p=1.0,
+             num_beams=4, seed=0) -> dict:
+    """Run model.generate() with these settings; beam search returns every beam, best first. Greedy
+    requests that arrive together share one batched generate()."""
+    settings = check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
+    loaded = causal_lm(model_name)
+    if is_greedy(settings):
+        texts = [(list(streaming.read(loaded.tokenizer, start(loaded, settings)[0])) or [""])[-1]]
+        scores, note = [None], prepare(loaded, settings)[1]
+    else:
+        texts, scores, note = generate_alone(loaded, settings)
     completions = sorted(({"text": t, "score": s} for t, s in zip(texts, scores)),
                          key=lambda c: -(c["score"] if c["score"] is not None else 0))
     if all(not t.strip() for t in texts):
@@ -101,82 +122,22 @@ def generate(model_name, prompt, strategy="greedy", max_new_tokens=30, temperatu
     return {"model": loaded.name, "strategy": settings["strategy"], "completions": completions, "note": note}
 
 
+def generate_alone(loaded: models.LoadedModel, settings: dict) -> tuple[list[str], list, str]:
+    """Sampling (its seed must give the same text however many students sample) or beam search."""
+    import torch
+    from transformers import set_seed
+
+    kwargs, note = prepare(loaded, settings)
+    beams = settings["strategy"] == "beam" and settings["num_beams"] > 1
+    with streaming.alone, torch.no_grad():
+        set_seed(settings["seed"])
+        out = loaded.model.generate(**kwargs, return_dict_in_generate=True, output_scores=beams)
+    texts = loaded.tokenizer.batch_decode(out.sequences[:, kwargs["input_ids"].shape[1]:], skip_special_tokens=True)
+    return texts, out.sequences_scores.tolist() if beams else [None] * len(texts), note
+
+
 def generate_json(prompt: str, model: str, strategy: str = "greedy", max_new_tokens: int = 30,
                   temperature: float = 1.0, top_k: int = 50, top_p: float = 1.0, num_beams: int = 4,
                   seed: int = 0) -> dict:
     """The `generate` API: the continuation(s) for these settings; beam search lists every beam."""
     return generate(model, prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
-
-
-class TokenCollector:
-    """A generate() streamer that only collects the new token ids (no decoding in the generation
-    thread, unlike TextIteratorStreamer) and wakes the reader; the reader decodes what has arrived."""
-
-    def __init__(self):
-        self.ids: list[int] = []
-        self.done = False
-        self.error: Exception | None = None
-        self.wake = threading.Event()
-        self._prompt_seen = False
-
-    def put(self, value) -> None:
-        if not self._prompt_seen:  # generate() first sends the prompt
-            self._prompt_seen = True
-            return
-        self.ids.extend(value.view(-1).tolist())
-        self.wake.set()
-
-    def end(self) -> None:
-        self.done = True
-        self.wake.set()
-
-
-def stream(model_name, prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed):
-    """Greedy or sampled text as it is produced (yields the text so far). Closing the generator
-    (Stop in the UI) stops generate() at the next token and frees the worker."""
-    from transformers import set_seed
-
-    settings = check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
-    loaded = causal_lm(model_name)
-    kwargs, _ = prepare(loaded, settings)
-    collector, stop = TokenCollector(), StopFlag()
-
-    def run():
-        import torch
-
-        try:
-            set_seed(settings["seed"])
-            with torch.no_grad():
-                loaded.model.generate(**kwargs, streamer=collector, stopping_criteria=[stop])
-        except Exception as exc:  # re-raised in the reader, which the UI turns into a message
-            collector.error = exc
-        finally:
-            collector.end()
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    try:
-        yield from read_stream(loaded.tokenizer, collector)
-    finally:
-        stop.event.set()
-        worker.join(timeout=30)
-
-
-def read_stream(tokenizer, collector: TokenCollector):
-    """The text so far, each time new tokens have arrived; the collector's error at the end."""
-    text = ""
-    while True:
-        collector.wake.wait()
-        collector.wake.clear()
-        finished = collector.done
-        current = tokenizer.decode(collector.ids[:], skip_special_tokens=True)
-        if not finished:
-            current = current.rstrip("\ufffd")  # half of a multi-byte character: wait for the rest
-        if current != text:
-            text = current
-            yield text
-        if finished:
-            break
-        time.sleep(STREAM_GAP)
-    if collector.error is not None:
-        raise collector.error

@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from labs import plots, ui
+from labs import lm, plots, ui
 from labs.errors import MAX_CHARS, BadInput, check_int
 from labs.next_token import compute, generation
 from labs.next_token.compute import B2_LOGITS, B2_WORDS, EXAMPLE
+from labs.switches import StopSwitches
 
 TITLE = "Next token"
 EXPLAINER = """**A causal LM predicts one token at a time, from the left context only.** Below is its
@@ -26,6 +27,8 @@ TRY_THIS = (
     "B5: generate with greedy, then compare all three. Does greedy repeat itself? Is beam search bland?",
     "Copy the code under Generate and run it yourself: you should get the same text.")
 RECORD_HEADERS = ["step", "token", "probability", "how"]
+GENERATING = 32  # generations in flight at once: greedy ones share batches; sampling and beams run two at a time
+STOPS = StopSwitches()
 BEAM_HEADERS = ["beam", "score (log-prob / length)", "text"]
 
 
@@ -104,7 +107,7 @@ def on_draw(prompt, model_name, t, k, p, seed):
     draws = compute.sample_tokens(loaded, prompt, t, k, p, 100, seed)
     _, logits, _ = compute.prompt_logits(loaded, prompt)
     probs, _ = compute.shape(logits, *compute.check_knobs(t, k, p))
-    ids = [int(i) for i in np.lexsort((-logits, -probs))[:10]]
+    ids = [i for i, _ in lm.top_k(logits, 10)]  # the ten likeliest (probability follows the logit)
     ids += [i for i in dict.fromkeys(draws) if i not in ids][:5]
     counts = dict(zip(*np.unique(draws, return_counts=True)))
     labels = [shown(loaded.tokenizer.decode([i])) for i in ids]
@@ -116,21 +119,29 @@ def beam_rows(result: dict) -> pd.DataFrame:
                          for i, c in enumerate(result["completions"])], columns=BEAM_HEADERS)
 
 
-def on_generate(prompt, model_name, strategy, n_new, t, k, p, n_beams, seed):
-    """Streams greedy / sampled text; beam search arrives whole, all beams listed."""
+def on_generate(prompt, model_name, strategy, n_new, t, k, p, n_beams, seed, request: gr.Request):
+    """Streams greedy / sampled text; beam search arrives whole, all beams listed. Stop (this
+    student's switch) ends the text at the next token."""
     settings = generation.check_generate(prompt, strategy, n_new, t, k, p, n_beams, seed)
     code = generation.generate_code(model_name, settings)
     if settings["strategy"] == "beam":
         result = generation.generate(model_name, **settings)
         yield result["completions"][0]["text"], beam_rows(result), result, code
         return
-    text = ""
-    for text in generation.stream(model_name, **settings):
-        yield text, gr.skip(), gr.skip(), code
+    stop, text = STOPS.arm(request.session_hash), ""
+    try:
+        for text in generation.stream(model_name, **settings, stop=stop):
+            yield text, gr.skip(), gr.skip(), code
+    finally:
+        STOPS.release(request.session_hash, stop)
     if not text.strip():
         gr.Warning(generation.ENDED_AT_ONCE)
     result = {"model": model_name, "strategy": settings["strategy"], "completions": [{"text": text, "score": None}]}
     yield text, pd.DataFrame(columns=BEAM_HEADERS), result, code
+
+
+def on_stop(request: gr.Request):
+    STOPS.stop(request.session_hash)
 
 
 def on_compare(prompt, model_name, n_new, t, k, p, n_beams, seed):
@@ -239,7 +250,8 @@ def build(demo: gr.Blocks) -> None:
 
     knobs = [temperature, top_k, top_p]
     shown_outputs = [summary, chart, dist_json, step.pick]
-    ui.wire([show.click, prompt.submit, demo.load], on_show, [prompt, model, *knobs], shown_outputs)
+    ui.wire([show.click, prompt.submit], on_show, [prompt, model, *knobs], shown_outputs)
+    ui.on_load(demo, on_show, [prompt, model, *knobs], shown_outputs)
     ui.wire([s.release for s in knobs], on_show, [prompt, model, *knobs], shown_outputs, show_progress="hidden")
     step_outputs = [prompt, step.history, step.record, *shown_outputs]
     ui.wire(step.take.click, on_take, [prompt, model, step.history, *knobs], step_outputs)
@@ -249,12 +261,14 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(clicked.change, on_bar_click, [prompt, model, step.history, clicked, *knobs], step_outputs)
     ui.wire(step.draw.click, on_draw, [prompt, model, *knobs, step.seed], step.histogram)
     gen_inputs = [prompt, model, gen.strategy, gen.max_new, *knobs, gen.beams, gen.seed]
-    running = ui.wire(gen.run.click, on_generate, gen_inputs, [gen.output, gen.beam_table, gen.result, gen.code],
-                      concurrency_id="generate", concurrency_limit=2)
-    ui.wire(gen.stop.click, None, cancels=[running], queue=False)
+    # Stop flips this student's switch (see labs/switches.py); a Generate clicked meanwhile runs next.
+    ui.wire(gen.run.click, on_generate, gen_inputs, [gen.output, gen.beam_table, gen.result, gen.code],
+            concurrency_id="generate", concurrency_limit=GENERATING, trigger_mode="always_last")
+    ui.wire(gen.stop.click, on_stop, queue=False)
     ui.wire(gen.compare.click, on_compare, [prompt, model, gen.max_new, *knobs, gen.beams, gen.seed], gen.compared,
             concurrency_id="generate")
-    ui.wire([calc.run.click, demo.load], on_calc, [calc.table, calc.t], calc.out)
+    ui.wire(calc.run.click, on_calc, [calc.table, calc.t], calc.out)
+    ui.on_load(demo, on_calc, [calc.table, calc.t], calc.out)
     ui.wire(calc.check.click, on_answer, [calc.table, calc.t, calc.word, calc.answer], calc.verdict)
     # The API takes the full ranges (temperature up to 5), beyond the sliders' lecture range.
     ui.api(compute.next_token_json, "next_token",
@@ -262,4 +276,5 @@ def build(demo: gr.Blocks) -> None:
            "distribution: [{token, token_id, logit, prob, kept}]}")
     ui.api(generation.generate_json, "generate",
            "generate(prompt, model, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed) -> "
-           "{model, strategy, completions: [{text, score}], note}", concurrency_id="generate", concurrency_limit=2)
+           "{model, strategy, completions: [{text, score}], note}", concurrency_id="generate",
+           concurrency_limit=GENERATING)

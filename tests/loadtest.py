@@ -1,0 +1,246 @@
+"""The class-at-once benchmark: the app under N concurrent gradio_client clients per endpoint (N = 50,
+100, 200 by default), each sending one request at the same moment, beside the plain-Gradio peer
+(pipeline("fill-mask") with batch=True, max_batch_size=16) loaded the same way in the same run.
+Each client sends its own sentence (a class types different things); a last row sends the same one.
+Not a unit test: these machines are noisy, so it prints figures instead of asserting them.
+
+    python -m tests.loadtest                          # every endpoint, 50 / 100 / 200 clients, and the peer
+    python -m tests.loadtest --clients 50 --only fill_mask
+    python -m tests.loadtest --app-dir /path/to/an/older/checkout   # the same load on another version
+    python -m tests.loadtest --memory                 # resident memory: every model, a fine-tune, 1,000 requests
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests import fullsize
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = Path(tempfile.mkdtemp(prefix="lmlab-load-"))
+SMOLLM2 = "SmolLM2-135M-Instruct (offline)"
+MINILM = "all-MiniLM-L6-v2 (offline)"
+
+
+def requests_for(bert: str) -> dict:
+    """Per endpoint: the arguments client i sends (its own sentence), and the default client counts."""
+    return {
+        "fill_mask": (lambda i: (f"The [MASK] sat on the mat in house number {i}.", bert, 5), None),
+        "next_token": (lambda i: (f"Once upon a time, in the village number {i}, there was a", SMOLLM2, 1.0, 0, 1.0),
+                       None),
+        "attention": (lambda i: (f"I sat on the river bank number {i} and watched the water.", bert, "", 0, 0), None),
+        "generate": (lambda i: (f"Once upon a time, in the village number {i},", SMOLLM2, "greedy", 20, 1.0, 0, 1.0, 1,
+                                0), [20, 50]),
+    }
+
+
+@dataclass
+class Load:
+    endpoint: str
+    clients: int
+    rejected: int
+    failed: int
+    latencies: list[float]
+    wall: float
+
+    def row(self, label: str) -> str:
+        lat = sorted(self.latencies) or [float("nan")]
+        p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
+        rate = len(self.latencies) / self.wall if self.wall else 0.0
+        return (f"| {label:30} | {self.endpoint:10} | {self.clients:7} | {self.rejected:8} | {self.failed:6} | "
+                f"{statistics.median(lat):6.2f} | {p95:6.2f} | {lat[-1]:6.2f} | {rate:8.1f} |")
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.wall if self.wall else 0.0
+
+
+HEADER = ("| app                            | endpoint   | clients | rejected | failed | p50 s  | p95 s  | max s  | "
+          "req/s    |\n|" + "|".join("-" * w for w in (32, 12, 9, 10, 8, 8, 8, 8, 10)) + "|")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(command: list[str], cwd: Path, env: dict, name: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = dict(os.environ, **env, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
+               GRADIO_TEMP_DIR=str(WORK / f"gradio-{name}"), GRADIO_ANALYTICS_ENABLED="False")
+    log = open(WORK / f"{name}.log", "w")
+    proc = subprocess.Popen(command + ([str(port)] if name == "peer" else []), cwd=cwd, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).read(10)
+            return proc, url
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit(f"{name} did not start; see {WORK / (name + '.log')}")
+
+
+def clients(url: str, n: int) -> list:
+    from gradio_client import Client
+
+    with ThreadPoolExecutor(16) as pool:
+        return list(pool.map(lambda _: Client(url, verbose=False), range(n)))
+
+
+def run_load(url: str, endpoint: str, args_for, n: int) -> Load:
+    """n clients, each with its own connection, send one request at the same moment."""
+    pool = clients(url, n)
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def one(i: int) -> None:
+        barrier.wait()
+        started = time.perf_counter()
+        try:
+            pool[i].predict(*args_for(i), api_name=f"/{endpoint}")
+            results[i] = (started, time.perf_counter(), None)
+        except Exception as exc:  # rejected or failed: counted, not raised
+            results[i] = (started, time.perf_counter(), str(exc))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rejected = sum(1 for r in results if r[2] and "queue is full" in r[2].lower())
+    failed = sum(1 for r in results if r[2]) - rejected
+    ok = [r[1] - r[0] for r in results if not r[2]]
+    wall = max(r[1] for r in results) - min(r[0] for r in results)
+    if failed:
+        print(f"  {endpoint} x{n}: {failed} failed, e.g. {next(r[2] for r in results if r[2])[:200]}", flush=True)
+    return Load(endpoint, n, rejected, failed, ok, wall)
+
+
+def app_env(bert: Path, gpt2: Path) -> dict:
+    return {"HF_HUB_OFFLINE": "1", "LAB_EXTRA_MODELS": f"{bert},{gpt2}"}
+
+
+def main_load(args) -> None:
+    bert, gpt2 = fullsize.build(WORK)
+    app_dir = Path(args.app_dir).resolve() if args.app_dir else ROOT
+    only = set(args.only.split(",")) if args.only else None
+    counts = [int(c) for c in (args.clients or "50,100,200").split(",")]
+    rows = []
+    app, url = start([sys.executable, "app.py"], app_dir, app_env(bert, gpt2), "app")
+    try:
+        for endpoint, (args_for, own_counts) in requests_for(bert.name).items():
+            if only and endpoint not in only:
+                continue
+            run_load(url, endpoint, args_for, 1)  # loads the model
+            for n in (own_counts if own_counts and not args.clients else counts):
+                load = run_load(url, endpoint, args_for, n)
+                rows.append((f"LM Lab ({app_dir.name})", load))
+                print(load.row(f"LM Lab ({app_dir.name})"), flush=True)
+            if endpoint == "fill_mask":  # everybody sends the projected example
+                load = run_load(url, endpoint, lambda i: requests_for(bert.name)[endpoint][0](0), counts[0])
+                rows.append(("LM Lab, same sentence", load))
+    finally:
+        app.terminate()
+    peer_rows = []
+    if not args.no_peer and (not only or "fill_mask" in only):
+        peer, peer_url = start([sys.executable, str(ROOT / "tests" / "peer_app.py"), str(bert)], ROOT, {}, "peer")
+        try:
+            args_for = lambda i: (f"The [MASK] sat on the mat in house number {i}.",)  # noqa: E731
+            run_load(peer_url, "fill_mask", args_for, 1)
+            for n in counts:
+                load = run_load(peer_url, "fill_mask", args_for, n)
+                peer_rows.append(load)
+                print(load.row("peer: pipeline, batch=True"), flush=True)
+        finally:
+            peer.terminate()
+    print(f"\n{HEADER}")
+    for label, load in rows:
+        print(load.row(label))
+    for load in peer_rows:
+        print(load.row("peer: pipeline, batch=True, 16"))
+    ours = {load.clients: load.rate for label, load in rows if load.endpoint == "fill_mask" and "same" not in label}
+    for load in peer_rows:
+        if load.clients in ours and load.rate:
+            print(f"/fill_mask at {load.clients} clients: {ours[load.clients] / load.rate:.2f}× the peer's requests/s")
+
+
+def main_memory(args) -> None:
+    """Resident memory of the server: every default model at its real size, a fine-tune, 1,000 requests."""
+    import psutil
+    from gradio_client import Client
+
+    folders = fullsize.build_defaults(WORK)
+    bert, distilbert, gpt2, distilgpt2, mini = (f.name for f in folders)
+    env = {"HF_HUB_OFFLINE": "1", "LAB_EXTRA_MODELS": ",".join(str(f) for f in folders)}
+    app, url = start([sys.executable, "app.py"], ROOT, env, "app")
+    process = psutil.Process(app.pid)
+    samples: list[float] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            samples.append(process.memory_info().rss / 2**30)
+            time.sleep(0.5)
+
+    threading.Thread(target=sample, daemon=True).start()
+    gb = lambda: f"{process.memory_info().rss / 2**30:.2f} GB"  # noqa: E731
+    try:
+        print(f"started: {gb()}", flush=True)
+        kinds = [("fill_mask", lambda i, m=m: (f"The [MASK] sat in room {i}.", m, 5)) for m in (bert, distilbert)]
+        kinds += [("next_token", lambda i, m=m: (f"Once upon a time in town {i}, there was a", m, 1.0, 0, 1.0))
+                  for m in (gpt2, distilgpt2, SMOLLM2)]
+        kinds += [("attention", lambda i, m=m: (f"I sat on river bank number {i}.", m, "", 0, 0))
+                  for m in (bert, mini, MINILM, gpt2)]
+        kinds += [("masks", lambda i: (f"The cat number {i} sat on the mat", MINILM, SMOLLM2))]
+        for endpoint, args_for in kinds:
+            run_load(url, endpoint, args_for, 1)
+        print(f"every model loaded (7 models): {gb()}", flush=True)
+        tune = Client(url, verbose=False).submit(MINILM, "full", 5e-5, 3, 16, 200, 0, False, api_name="/finetune")
+        sent, round_ = 0, 0
+        while sent < 1000:
+            for endpoint, args_for in kinds:
+                run_load(url, endpoint, lambda i, f=args_for, r=round_: f(1000 + r * 25 + i), 25)
+                sent += 25
+            round_ += 1
+        tune.result(timeout=900)
+        time.sleep(2)
+        print(f"after {sent} distinct requests and a fine-tune: {gb()}; peak {max(samples):.2f} GB", flush=True)
+    finally:
+        done.set()
+        app.terminate()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", default="", help="comma-separated client counts (default 50,100,200; "
+                                                       "generate: 20,50)")
+    parser.add_argument("--only", default="", help="comma-separated endpoints")
+    parser.add_argument("--app-dir", default="", help="another checkout of LM Lab to load instead of this one")
+    parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--memory", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    (main_memory if args.memory else main_load)(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

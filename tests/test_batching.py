@@ -1,0 +1,280 @@
+"""Batching: requests that arrive together share one padded forward pass, and each gets exactly what
+it would have got alone. A gate holds the first batch so that the requests sent meanwhile queue up
+and run as the second batch: the batch composition is fixed, not left to timing."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from gradio_client.exceptions import AppError
+
+from labs import batching, lm, models
+from labs.attention import compute as attention
+from labs.fill_mask import compute as fill_mask
+from labs.next_token import compute as next_token
+from labs.next_token import generation, streaming
+
+SENTENCES = ["The [MASK] sat.", "Paris is the [MASK] of France, and [MASK] is the capital of Italy.",
+             "[MASK] [MASK] [MASK] went to the bank to get some money for the [MASK].", "A [MASK]."]
+PROMPTS = ["The cat", "Once upon a time, there was a small village by the river where", "A", "The dog ran in the"]
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """New batchers (so a patched runner is used) and an empty cache."""
+    monkeypatch.setattr(lm, "_batchers", {})
+    monkeypatch.setattr(streaming, "_batchers", {})
+    lm.cache.clear()
+    yield
+    lm.cache.clear()
+
+
+def gate_first_batch(monkeypatch, table: dict, kind: str):
+    """The first batch of `kind` waits for the gate; returns the gate and the batch sizes seen."""
+    gate, sizes, original = threading.Event(), [], table[kind]
+
+    def gated(loaded, items):
+        sizes.append(len(items))
+        if len(sizes) == 1:
+            gate.wait(60)
+        return original(loaded, items)
+
+    monkeypatch.setitem(table, kind, gated)
+    return gate, sizes
+
+
+def wait_until(condition, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def in_threads(fns) -> list:
+    results = [None] * len(fns)
+
+    def run(i):
+        try:
+            results[i] = fns[i]()
+        except Exception as exc:  # collected and asserted on by the caller
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    return threads, results
+
+
+def batched(monkeypatch, kind: str, model: str, first, calls):
+    """Run `first` (it holds the worker), then every call concurrently: they form one batch."""
+    gate, sizes = gate_first_batch(monkeypatch, lm.RUNNERS, kind)
+    monkeypatch.setattr(lm, "_batchers", {})  # batchers made before the gate still run the old runner
+    blocker, _ = in_threads([first])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads(calls)
+    wait_until(lambda: len(lm._batchers[(model, kind)]._queue) == len(calls))
+    gate.set()
+    for t in blocker + threads:
+        t.join(60)
+    assert sizes == [1, len(calls)]
+    return results
+
+
+# ------------------------------------------------------------ the batcher itself
+
+
+def test_batcher_takes_everything_queued_and_keeps_each_result_with_its_request():
+    gate, sizes = threading.Event(), []
+
+    def double(items):
+        sizes.append(len(items))
+        if len(sizes) == 1:
+            gate.wait(10)
+        return [2 * x for x in items]
+
+    b = batching.Batcher("test", double, batching.ResultCache(10**6))
+    first, _ = in_threads([lambda: b.submit("k0", 0)])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads([lambda i=i: b.submit(f"k{i}", i) for i in range(1, 10)])
+    wait_until(lambda: len(b._queue) == 9)
+    gate.set()
+    for t in first + threads:
+        t.join(10)
+    assert results == [2 * i for i in range(1, 10)] and sizes == [1, 9]
+    assert b.submit("k3", 3) == 6 and b.stats["batches"] == 2  # the third call is a cache hit
+
+
+def test_identical_requests_in_flight_share_one_run():
+    gate, calls = threading.Event(), []
+
+    def slow(items):
+        calls.append(list(items))
+        gate.wait(10)
+        return [x.upper() for x in items]
+
+    b = batching.Batcher("test", slow, batching.ResultCache(10**6))
+    threads, results = in_threads([lambda: b.submit("same", "a") for _ in range(20)])
+    wait_until(lambda: len(calls) == 1)
+    time.sleep(0.1)  # let every thread reach submit(); none may start a second run
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert results == ["A"] * 20 and calls == [["a"]]
+
+
+def test_a_failing_item_fails_alone():
+    gate, sizes = threading.Event(), []
+
+    def fussy(items):
+        sizes.append(len(items))
+        if len(sizes) == 1:
+            gate.wait(10)
+        if "bad" in items:
+            raise ValueError("bad item")
+        return [x * 2 for x in items]
+
+    b = batching.Batcher("test", fussy, batching.ResultCache(10**6))
+    first, _ = in_threads([lambda: b.submit("first", "first")])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads([lambda x=x: b.submit(x, x) for x in ("a", "bad", "c")])
+    wait_until(lambda: len(b._queue) == 3)
+    gate.set()
+    for t in first + threads:
+        t.join(10)
+    assert sizes[:2] == [1, 3]  # the batch of three failed, then each ran alone
+    assert results[0] == "aa" and results[2] == "cc" and isinstance(results[1], ValueError)
+
+
+# ------------------------------------------------------------ the shared forward passes, batched = alone
+
+
+def test_masked_lm_batch_equals_one_at_a_time(monkeypatch, fresh, tiny_models):
+    name = tiny_models["masked"]
+    alone = [fill_mask.predict(name, s, 5) for s in SENTENCES]
+    lm.cache.clear()
+    results = batched(monkeypatch, "mlm", name, lambda: fill_mask.predict(name, "The [MASK] was here.", 5),
+                      [lambda s=s: fill_mask.predict(name, s, 5) for s in SENTENCES])
+    for one, many in zip(alone, results):
+        for a, b in zip(one.masks, many.masks):
+            assert [p.token_id for p in a.predictions] == [p.token_id for p in b.predictions]
+            np.testing.assert_allclose([p.prob for p in a.predictions], [p.prob for p in b.predictions], atol=1e-5)
+
+
+@pytest.mark.parametrize("which", ["tiny", "smollm2"])
+def test_causal_lm_batch_equals_one_at_a_time(monkeypatch, fresh, tiny_models, which):
+    name = tiny_models["causal"] if which == "tiny" else models.SMOLLM2_NAME
+    alone = [next_token.distribution(name, p) for p in PROMPTS]
+    lm.cache.clear()
+    results = batched(monkeypatch, "next", models.get_choice(name).name,
+                      lambda: next_token.distribution(name, "Hello there"),
+                      [lambda p=p: next_token.distribution(name, p) for p in PROMPTS])
+    for one, many in zip(alone, results):
+        assert [e.token_id for e in one.entries] == [e.token_id for e in many.entries]
+        np.testing.assert_allclose([e.prob for e in one.entries], [e.prob for e in many.entries], atol=1e-5)
+
+
+@pytest.mark.parametrize("which", ["tiny", "smollm2"])
+def test_attention_batch_equals_one_at_a_time_and_the_models_own(monkeypatch, fresh, tiny_models, which):
+    name = tiny_models["masked"] if which == "tiny" else models.SMOLLM2_NAME
+    texts = [("The cat sat on the mat.", ""), ("I sat on the river bank.", "I opened a bank account today."),
+             ("A", ""), ("Short one.", "And a much longer second sentence with many more words in it.")]
+    results = batched(monkeypatch, "attn", name, lambda: attention.run(name, "Hold the worker."),
+                      [lambda t=t: attention.run(name, *t) for t in texts])
+    loaded = models.load(name)
+    for (a, b), r in zip(texts, results):
+        enc = loaded.tokenizer(a, b, return_tensors="pt") if b and loaded.tokenizer.sep_token else None
+        if enc is None:
+            ids = attention.encode(loaded.tokenizer, a, b)[0]
+            enc = {"input_ids": torch.tensor([ids])}
+        with torch.no_grad():
+            own = torch.stack(loaded.model(**enc, output_attentions=True).attentions)[:, 0].numpy()
+        np.testing.assert_allclose(r.weights, own, atol=1e-5)
+
+
+def test_the_same_request_from_fifty_students_is_one_forward_pass(fresh, tiny_models):
+    name = tiny_models["masked"]
+    before = lm.forward_passes()
+    threads, results = in_threads([lambda: fill_mask.predict(name, "The [MASK] sat on the mat.", 5)] * 50)
+    for t in threads:
+        t.join(60)
+    assert lm.forward_passes() - before == 1
+    assert all(r.to_json() == results[0].to_json() for r in results)
+
+
+# ------------------------------------------------------------ greedy generation, batched = alone
+
+
+def reference_greedy(loaded, prompt: str, n: int) -> str:
+    ids = loaded.tokenizer(prompt, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
+                                    pad_token_id=loaded.tokenizer.pad_token_id)
+    return loaded.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+
+def gated_greedy(monkeypatch, loaded) -> tuple[threading.Event, list[int]]:
+    """One greedy worker whose first batch waits for the gate (the app runs two)."""
+    gate, sizes = threading.Event(), []
+
+    def gated(loaded_, rows):
+        sizes.append(len(rows))
+        if len(sizes) == 1:
+            gate.wait(60)
+        return streaming.run_greedy(loaded_, rows)
+
+    streaming._batchers[loaded.name] = batching.Batcher("test/greedy", lambda rows: gated(loaded, rows), workers=1)
+    return gate, sizes
+
+
+@pytest.mark.parametrize("which", ["tiny", "smollm2"])
+def test_batched_greedy_generation_equals_generate_one_at_a_time(monkeypatch, fresh, tiny_models, which):
+    loaded = models.load(tiny_models["causal"] if which == "tiny" else models.SMOLLM2_NAME)
+    lengths = [12, 5, 12, 8]
+    gate, sizes = gated_greedy(monkeypatch, loaded)
+    blocker, _ = in_threads([lambda: generation.generate(loaded.name, "Hold on", "greedy", 2)])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads([lambda p=p, n=n: generation.generate(loaded.name, p, "greedy", n)
+                                   for p, n in zip(PROMPTS, lengths)])
+    wait_until(lambda: len(streaming._batchers[loaded.name]._queue) == len(PROMPTS))
+    gate.set()
+    for t in blocker + threads:
+        t.join(120)
+    assert sizes == [1, len(PROMPTS)]
+    for prompt, n, result in zip(PROMPTS, lengths, results):
+        assert result["completions"][0]["text"] == reference_greedy(loaded, prompt, n), prompt
+
+
+def test_a_generation_stopped_in_the_queue_leaves_its_batch(monkeypatch, fresh, tiny_models):
+    loaded = models.load(tiny_models["causal"])
+    gate, sizes = gated_greedy(monkeypatch, loaded)
+    blocker, _ = in_threads([lambda: generation.generate(loaded.name, "Hold on", "greedy", 2)])
+    wait_until(lambda: sizes == [1])
+    stops = [threading.Event() for _ in PROMPTS]
+    threads, results = in_threads([lambda p=p, s=s: list(generation.stream(loaded.name, p, "greedy", 20, 1.0, 0, 1.0,
+                                                                           1, 0, stop=s))
+                                   for p, s in zip(PROMPTS, stops)])
+    wait_until(lambda: len(streaming._batchers[loaded.name]._queue) == len(PROMPTS))
+    stops[1].set()  # this student pressed Stop while waiting
+    gate.set()
+    for t in blocker + threads:
+        t.join(60)
+    assert results[1] == []
+    for i in (0, 2, 3):
+        assert results[i][-1] == reference_greedy(loaded, PROMPTS[i], 20)
+
+
+# ------------------------------------------------------------ through the app
+
+
+def test_one_bad_request_among_many_fails_alone(client, tiny_models):
+    jobs = [client.submit(f"The [MASK] number {i} sat.", tiny_models["masked"], 5, api_name="/fill_mask")
+            for i in range(6)]
+    bad = client.submit("The [MASK] sat.", "no-such-model", 5, api_name="/fill_mask")
+    results = [job.result(timeout=120) for job in jobs]
+    assert all(r["masks"][0]["predictions"] for r in results)
+    with pytest.raises(AppError, match="no model called"):
+        bad.result(timeout=120)
