@@ -14,7 +14,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import gradio as gr  # noqa: E402
 
-from labs import fast_sessions, models, ui  # noqa: E402
+from labs import fast_sessions, offline_cache, status, ui  # noqa: E402
 from labs.attention import tab as attention  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
 from labs.finetune import tab as finetune  # noqa: E402
@@ -29,19 +29,24 @@ HEADER = """# LM Lab
 Pick a tab, type your own sentence, and watch a real pre-trained language model answer."""
 
 
+def status_markdown() -> str:
+    """The status line (paths from the environment included) shown as plain text."""
+    return "\n\n".join(ui.md(line) for line in status.status_line().split("\n\n"))
+
+
 def build_app() -> gr.Blocks:
     fast_sessions.install()
     with gr.Blocks(title="LM Lab", analytics_enabled=False) as demo:
         gr.Markdown(HEADER)
-        status = gr.Markdown("Checking device and models…", elem_id="lab-status")
+        status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
         for lab in LABS:
             with gr.Tab(lab.TITLE, id=lab.__name__.split(".")[1]):
                 lab.build(demo)
-        ui.api(models.describe_models, "models",
+        ui.api(status.describe_models, "models",
                "Every model this server offers, its family and source, and what is loaded.")
         # The status line fills in after the page is up (it may import torch), then follows loads.
-        ui.wire(demo.load, models.status_line, outputs=status, queue=False)
-        ui.wire(gr.Timer(5).tick, models.status_line, outputs=status, queue=False, show_progress="hidden")
+        ui.wire(demo.load, status_markdown, outputs=status_box, queue=False)
+        ui.wire(gr.Timer(5).tick, status_markdown, outputs=status_box, queue=False, show_progress="hidden")
     # Nobody is turned away: the queue has no limit, and a waiting student sees their place. Many events
     # run at once so that concurrent requests meet in labs.lm's batches (one forward pass for all);
     # the fine-tune slot and generation set their own limits.
@@ -52,6 +57,7 @@ def build_app() -> gr.Blocks:
 def main() -> None:
     logging.basicConfig(level=os.environ.get("LAB_LOG_LEVEL", "INFO").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    offline_cache.remove_partials()  # a conversion killed last time left half a model behind
     demo = build_app()
     demo.launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),

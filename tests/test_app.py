@@ -41,7 +41,6 @@ def test_sessions_compute_component_configs_only_when_used_and_the_same_as_gradi
     """labs.fast_sessions: a new student's session no longer builds every component's configuration
     at once, and what it builds is what Gradio builds."""
     import app
-
     from labs import fast_sessions
 
     demo = app.build_app()

@@ -9,8 +9,8 @@ from conftest import screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
-from labs.fill_mask import compute as fill_mask
 from labs.errors import BadInput
+from labs.fill_mask import compute as fill_mask
 
 SENTENCES = ["The [MASK] sat on the mat.", "Paris is the [MASK] of France.",
              "The doctor told the [MASK] that [MASK] needed rest.", "___ went to the bank to get [MASK] money."]

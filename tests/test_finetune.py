@@ -12,9 +12,9 @@ from conftest import screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
+from labs.errors import BadInput
 from labs.finetune import codegen, strategies, training
 from labs.finetune import data as datasets
-from labs.errors import BadInput
 
 TINY_HIDDEN, TINY_LAYERS = 64, 2  # see conftest.build_tiny_bert
 
@@ -230,6 +230,15 @@ def test_finetune_api(client, tiny_models):
     assert set(result["eval"][0]) == {"epoch", "loss", "accuracy"}
 
 
+def test_the_finetune_api_streams_every_step_then_the_result(client, tiny_models):
+    job = client.submit(tiny_models["masked"], "head_only", 1e-3, 2, 8, 16, 0, False, api_name="/finetune")
+    result = job.result(timeout=300)
+    *progress, last = job.outputs()
+    assert last == result
+    assert [p["step"] for p in progress] == [1, 2, 3, 4] and {p["total_steps"] for p in progress} == {4}
+    assert [p["loss"] for p in progress] == [h["loss"] for h in result["history"]]
+
+
 def test_two_students_at_once_each_get_their_own_run(client, tiny_models):
     jobs = [client.submit(tiny_models["masked"], "full", 1e-3, 1, 8, 16, seed, False, api_name="/finetune")
             for seed in (1, 2)]
@@ -335,3 +344,29 @@ def test_a_bad_csv_upload_gives_a_message_in_the_browser(page, tmp_path):
     good.write_text(good_csv(40))
     page.locator("#ft-upload input[type=file]").set_input_files(str(good))
     page.get_by_text("32 training and 8 validation").first.wait_for(timeout=30000)
+
+
+def test_an_abandoned_api_run_frees_the_training_slot(app_server, client, tiny_models):
+    """A script that starts a long run and dies (its connection closes) must not keep the only
+    training slot: the run stops after its current step and the next student's run goes ahead."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys; from gradio_client import Client; from gradio_client.utils import Status; "
+            f"job = Client({app_server['url']!r}, verbose=False).submit({models.MINILM_NAME!r}, 'full', 5e-5, 10, 16, "
+            "236, 0, True, api_name='/finetune')\n"
+            "import time\nwhile job.status().code not in (Status.PROCESSING, Status.ITERATING): time.sleep(0.05)\n"
+            "print('TRAINING', flush=True); job.result()")
+    abandoned = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert abandoned.stdout.readline().strip() == "TRAINING"  # its progress is streaming: it holds the slot
+    finally:
+        abandoned.kill()  # the script dies mid-run
+        abandoned.wait()
+    started = time.perf_counter()
+    result = client.predict(tiny_models["masked"], "head_only", 1e-3, 1, 8, 16, 0, False, api_name="/finetune")
+    waited = time.perf_counter() - started
+    assert len(result["history"]) == 2
+    # The abandoned run (10 epochs of MiniLM and again from scratch) would hold the slot for minutes.
+    assert waited < 90, f"the next run waited {waited:.0f} s behind an abandoned one"

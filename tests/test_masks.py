@@ -9,8 +9,8 @@ from conftest import screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
-from labs.masks import compute as masks
 from labs.errors import BadInput
+from labs.masks import compute as masks
 
 
 @pytest.mark.parametrize("n", [1, 2, 6, 17])

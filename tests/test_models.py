@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from labs import models
+from labs import models, offline_cache, status
 from labs.models import ModelUnavailable
 
 
@@ -33,7 +33,7 @@ def test_offline_fallbacks_are_registered_and_hub_models_are_not_when_offline():
     assert models.SMOLLM2_NAME in names and models.MINILM_NAME in names
     assert "gpt2" not in names or models.in_hub_cache("gpt2")
     assert models.default_name("causal") == models.SMOLLM2_NAME or models.in_hub_cache("gpt2")
-    assert "offline" in models.status_line()
+    assert "offline" in status.status_line()
 
 
 def test_a_bad_extra_model_entry_is_skipped_not_fatal(monkeypatch, tmp_path, tiny_models):
@@ -101,7 +101,7 @@ def test_smollm2_is_converted_once_and_reloaded_from_safetensors():
     import torch
 
     loaded = models.load(models.SMOLLM2_NAME)
-    assert (models.cache_dir() / "smollm2-135m-instruct" / "model.safetensors").exists()
+    assert (offline_cache.cache_dir() / "smollm2-135m-instruct" / "model.safetensors").exists()
     ids = loaded.tokenizer("Once upon a", return_tensors="pt")
     with torch.no_grad():
         out = loaded.model.generate(**ids, max_new_tokens=3, do_sample=False)
@@ -116,3 +116,75 @@ def test_smollm2_is_converted_once_and_reloaded_from_safetensors():
     assert "converting" not in run.stderr
     seconds = float(run.stdout.split("SECONDS")[1])
     assert seconds < 15, seconds  # generous: the GGUF path takes ~17 s on 2 cores, the copy ~2 s
+
+
+# ------------------------------------------------------------ a cache that heals itself
+
+
+def load_smollm2_in_a_new_process(env: dict) -> subprocess.CompletedProcess:
+    code = ("import logging; logging.basicConfig(level=logging.INFO); from labs import models, status; "
+            "m = models.load(models.SMOLLM2_NAME); print('LOADED', m.name); print('STATUS', status.status_line())")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(os.path.dirname(__file__)), env=dict(os.environ, **env))
+
+
+def test_an_unwritable_cache_folder_is_replaced_once_and_the_status_line_says_so(tmp_path):
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("x")
+    env = {"LAB_CACHE_DIR": str(not_a_folder), "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    first = load_smollm2_in_a_new_process(env)
+    assert "LOADED" in first.stdout, first.stderr[-2000:]
+    assert "cannot be written" in first.stdout and str(not_a_folder) in first.stdout
+    assert (tmp_path / "tmp" / f"lm-lab-cache-{os.getuid()}" / "smollm2-135m-instruct" / "model.safetensors").exists()
+    second = load_smollm2_in_a_new_process(env)
+    assert "LOADED" in second.stdout and "converting" not in second.stderr  # the copy is reused
+
+
+def test_a_damaged_converted_copy_is_converted_again_once(tmp_path):
+    import shutil
+
+    models.load(models.SMOLLM2_NAME)  # makes sure a good copy exists to damage
+    good = offline_cache.cache_dir() / offline_cache.FOLDER
+    shutil.copytree(good, tmp_path / offline_cache.FOLDER)
+    weights = tmp_path / offline_cache.FOLDER / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # truncated, as by a full disk
+    first = load_smollm2_in_a_new_process({"LAB_CACHE_DIR": str(tmp_path)})
+    assert "LOADED" in first.stdout, first.stderr[-2000:]
+    assert "was damaged" in first.stdout and "converting" in first.stderr
+    second = load_smollm2_in_a_new_process({"LAB_CACHE_DIR": str(tmp_path)})
+    assert "LOADED" in second.stdout and "converting" not in second.stderr and "damaged" not in second.stdout
+
+
+def test_unfinished_conversions_of_dead_processes_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))
+    offline_cache.reset()
+    try:
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        left_over = tmp_path / f"{offline_cache.FOLDER}.partial-{dead.stdout.strip()}"
+        running = tmp_path / f"{offline_cache.FOLDER}.partial-{os.getpid()}"  # a conversion in progress
+        for folder in (left_over, running):
+            folder.mkdir()
+            (folder / "model.safetensors").write_bytes(b"half")
+        assert offline_cache.remove_partials() == [left_over]
+        assert not left_over.exists() and running.exists()
+    finally:
+        monkeypatch.undo()
+        offline_cache.reset()
+
+
+def test_extra_models_that_cannot_be_used_are_left_out_and_named(monkeypatch, tmp_path, tiny_models):
+    no_weights = tmp_path / "config-only"
+    no_weights.mkdir()
+    (no_weights / "config.json").write_text('{"architectures": ["BertForMaskedLM"], "model_type": "bert"}')
+    monkeypatch.setenv("LAB_EXTRA_MODELS", f"{tmp_path / 'missing'},{no_weights},{os.environ['LAB_EXTRA_MODELS']}")
+    models.reset_registry()
+    try:
+        assert "config-only" not in models.choice_names() and tiny_models["masked"] in models.choice_names()
+        line = status.status_line()
+        assert "missing: no such folder" in line
+        assert "config-only: the folder has a config.json but no weights" in line
+        assert "Repo id" not in line
+    finally:
+        monkeypatch.undo()
+        models.reset_registry()

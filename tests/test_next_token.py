@@ -9,9 +9,9 @@ from conftest import screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
+from labs.errors import BadInput
 from labs.next_token import compute as next_token
 from labs.next_token import generation
-from labs.errors import BadInput
 
 PROMPT = "The cat sat on the"
 

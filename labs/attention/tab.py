@@ -93,7 +93,7 @@ def pattern_legend(patterns: list[list[str]]) -> str:
 
 
 def run_notes(r: AttentionRun, loaded, text_b) -> str:
-    notes = [ui.model_badge(loaded), ui.notice(ui.esc(r.note))]
+    notes = [ui.model_badge(loaded), ui.notice(r.note)]
     if text_b and r.causal:
         notes.append("A causal LM has no segments: sentence B simply follows A in one text.")
     return "\n\n".join(filter(None, notes))
@@ -130,7 +130,7 @@ def on_cell(text, text_b, model_name, evt: gr.SelectData):
 
 def compare_note(role: str, r: AttentionRun) -> str:
     found = ", ".join(f"{p} {c}" for p, c in compute.pattern_counts(compute.pattern_map(r)).items())
-    return (f"**{role}: {ui.esc(r.model)}** ({r.source}). Attention above the diagonal, last layer: "
+    return (f"**{role}: {ui.md(r.model)}** ({r.source}). Attention above the diagonal, last layer: "
             f"**{compute.above_diagonal(r):.3f}**. Heads: {found}.")
 
 
@@ -139,7 +139,7 @@ def on_compare(text, encoder_name, causal_name):
     for role, (r, error) in zip(("Encoder", "Causal LM"),
                                 each(lambda name: compute.run(name, text), (encoder_name, causal_name))):
         figures.append(head_figure(r, r.num_layers - 1, None) if r else None)
-        notes.append(compare_note(role, r) if r else f"**{role}**: {ui.esc(error)}")
+        notes.append(compare_note(role, r) if r else f"**{role}**: {ui.md(error)}")
     return "\n\n".join(notes), *figures
 
 

@@ -13,6 +13,7 @@ from labs import lm, models
 from labs.errors import BadInput, check_int, check_text
 
 MAX_BLANKS = 10
+MAX_TOKENS = 256  # a long paragraph: BERT reads 512, but half the length is a quarter of the attention
 TOP_K_RANGE = (1, 20)
 BLANK_PATTERN = re.compile(r"\[MASK\]|\[BLANK\]|<mask>|_{3,}", re.IGNORECASE)
 EXAMPLE = "The [MASK] sat on the mat."
@@ -84,7 +85,7 @@ def encode(loaded: models.LoadedModel, text: str) -> tuple[list[int], list[int]]
     the model cannot take."""
     tokenizer = loaded.tokenizer
     ids = tokenizer(with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
-    limit = loaded.max_tokens
+    limit = min(MAX_TOKENS, loaded.max_tokens)
     if len(ids) > limit:
         raise BadInput(f"Your text is {len(ids)} tokens long; this model reads at most {limit}. "
                        f"Remove about {len(ids) - limit} tokens.")
@@ -150,7 +151,7 @@ def left_only_predictions(causal_model, text, top_k=5) -> dict:
     top_k = check_top_k(top_k)
     context = left_context(text)
     loaded = models.load(causal_model, "causal")
-    ids, _ = lm.causal_ids(loaded, context)
+    ids, _ = lm.causal_ids(loaded, context, MAX_TOKENS)
     probs = lm.softmax(lm.next_token_logits(loaded, ids))
     return {"context": context, "model": loaded.name, "predictions": [
         {"token": loaded.tokenizer.decode([i]), "token_id": i, "prob": p} for i, p in lm.top_k(probs, top_k)]}

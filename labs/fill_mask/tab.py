@@ -38,10 +38,10 @@ def prediction_rows(result: compute.FillResult) -> pd.DataFrame:
 
 
 def on_predict(text, model_name, top_k):
-    if not model_name:
+    if not model_name and not models.choice_names("masked"):  # otherwise: "No masked LM was chosen"
         raise models.ModelUnavailable(DOWNLOAD_HINT)
     result = compute.predict(model_name, text, top_k)
-    filled = (f"**Best guesses filled in:** {ui.esc(result.filled)}\n\n"
+    filled = (f"**Best guesses filled in:** {ui.md(result.filled)}\n\n"
               f"{ui.model_badge(compute.masked_lm(model_name))}")
     chips = compute.token_chips(result.tokens, result.token_ids, result.special, result.mask_id)
     return filled, prediction_figure(result), prediction_rows(result), chips, result.to_json()
@@ -54,20 +54,20 @@ def left_figure(out: dict):
 
 
 def on_left(text, causal_name, top_k):
-    if not causal_name:
+    if not causal_name and not models.choice_names("causal"):
         raise models.ModelUnavailable("No causal LM is available here.")
     return left_figure(compute.left_only_predictions(causal_name, text, top_k))
 
 
 def guess_text(g: dict, number: int) -> str:
-    head = (f"**{ui.esc(g['word'])}** at blank {number}: probability **{g['prob']:.4f}**, "
+    head = (f"**{ui.md(g['word'])}** at blank {number}: probability **{g['prob']:.4f}**, "
             f"rank **{g['rank']:,}** of {g['vocab_size']:,} tokens.")
     if g["single_token"]:
         return head
-    pieces = " + ".join(ui.esc(p) for p in g["pieces"])
-    return (f"**{ui.esc(g['word'])}** is not one token: it is split into {pieces}. One [MASK] stands for "
+    pieces = " + ".join(ui.md(p) for p in g["pieces"])
+    return (f"**{ui.md(g['word'])}** is not one token: it is split into {pieces}. One [MASK] stands for "
             f"exactly one token, so the model cannot predict the whole word in one blank. The first piece, "
-            f"{ui.esc(g['pieces'][0])}, has probability {g['prob']:.4f} (rank {g['rank']:,}).")
+            f"{ui.md(g['pieces'][0])}, has probability {g['prob']:.4f} (rank {g['rank']:,}).")
 
 
 def on_guess(text, model_name, number, word):
@@ -88,7 +88,7 @@ def simulation_summary(sim: dict) -> str:
     lines = [f"**Seed {sim['seed']}: {sum(e['chosen'] for e in sim['entries'])} token(s) chosen.**"]
     if sim["loss"] is not None:
         lines.append(f"MLM loss on the chosen positions, L = −Σ log P(original) = **{sim['loss']:.3f}** "
-                     f"(model: {ui.esc(sim['model'])}).")
+                     f"(model: {ui.md(sim['model'])}).")
     elif not sim["have_model"]:
         lines.append("The loss needs a masked LM, which is not available here (tokens use the uncased vocab).")
     else:

@@ -54,7 +54,7 @@ def check_settings(model, strategy, learning_rate, epochs, batch_size, train_exa
     if not isinstance(lora_targets, str) or lora_targets not in LORA_TARGETS:
         raise BadInput(f"LoRA targets are one of: {', '.join(LORA_TARGETS)}.")
     return Settings(models.get_choice(model).name, strategy, lr, values["epochs"], values["batch_size"],
-                    values["train_examples"], check_int(seed, "The seed"), warmup, decay, lora_targets)
+                    values["train_examples"], check_int(seed, "The seed", 0, 2**32 - 1), warmup, decay, lora_targets)
 
 
 STRATEGY_KINDS = {"full": "Full fine-tuning", "freeze_embeddings": "Freeze the embeddings",

@@ -11,7 +11,12 @@ from labs import models, ui
 from labs.errors import BadInput, check_int
 from labs.finetune import codegen, data, report, strategies, training
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
-from labs.finetune.strategies import DEFAULTS, LEARNING_RATE_PRESETS, LIMITS, LORA_TARGETS
+from labs.finetune.strategies import (
+    DEFAULTS,
+    LEARNING_RATE_PRESETS,
+    LIMITS,
+    LORA_TARGETS,
+)
 from labs.switches import StopSwitches
 
 TITLE = "Fine-tune"
@@ -48,10 +53,10 @@ def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train,
 
 def describe_data(chosen: Dataset) -> tuple[str, pd.DataFrame]:
     """The data's name, size and class balance, and a few rows of each split."""
-    parts = [f"**{ui.esc(chosen.name)}**: {len(chosen.train)} training and {len(chosen.validation)} validation "
-             f"sentences, classes {', '.join(ui.esc(x) for x in chosen.labels)}."]
+    parts = [f"**{ui.md(chosen.name)}**: {len(chosen.train)} training and {len(chosen.validation)} validation "
+             f"sentences, classes {', '.join(ui.md(x) for x in chosen.labels)}."]
     for split, counts in chosen.balance().items():
-        parts.append(f"{split}: " + ", ".join(f"{ui.esc(k)} {v}" for k, v in counts.items()))
+        parts.append(f"{split}: " + ", ".join(f"{ui.md(k)} {v}" for k, v in counts.items()))
     rows = [[t, chosen.labels[y], "train"] for t, y in data.take_train(chosen, 4, 0)] + \
            [[t, chosen.labels[y], "validation"] for t, y in chosen.validation[:4]]
     return " · ".join(parts), pd.DataFrame(rows, columns=PREVIEW_HEADERS)
@@ -81,8 +86,8 @@ def on_upload(blob):
     try:
         chosen = data.parse_csv(bytes(blob))
     except BadInput as exc:  # the file is cleared so that the student can drop a corrected one
-        return (gr.update(value=None), None, ui.notice(ui.esc(f"{exc} Nothing from this file was loaded; runs use "
-                                                              "the built-in set until a file loads.")),
+        return (gr.update(value=None), None, ui.notice(f"{exc} Nothing from this file was loaded; runs use the "
+                                                       "built-in set until a file loads."),
                 None, gr.update(maximum=len(builtin_data().train)))
     return (gr.update(),) + loaded_data(chosen, builtin_data())[1:]
 
@@ -93,7 +98,7 @@ def on_params(model_name, kind, n, targets) -> str:
     name = strategies.strategy_name(kind, n)
     p = strategies.param_summary(models.get_choice(model_name).name, name, targets)
     return (f"**Trainable: {p['trainable']:,} of {p['total']:,} parameters ({p['percent']:.2f} %)** "
-            f"with `{name}` on {ui.esc(model_name)}.")
+            f"with `{name}` on {ui.md(model_name)}.")
 
 
 def preset_rate(preset):
@@ -268,6 +273,7 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(out.classify.click, training.classify, [out.run_id, out.text], out.label)
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
     ui.on_load(demo, on_lora, extras.lora, extras.lora_out)
-    ui.api(training.finetune, "finetune",
-           "Fine-tune an encoder on the built-in sentiment set; returns the curves and accuracies.",
+    ui.api(training.finetune_progress, "finetune",
+           "Fine-tune an encoder on the built-in sentiment set; streams progress, then returns the curves and "
+           "accuracies.",
            concurrency_id="finetune", concurrency_limit=1)

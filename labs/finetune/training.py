@@ -11,12 +11,18 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from labs import models
-from labs.errors import BadInput, check_text
+from labs.errors import BadInput, check_bool, check_text
 from labs.finetune.data import Dataset, builtin_data, take_train
-from labs.finetune.strategies import Settings, apply_strategy, check_settings, count_params
+from labs.finetune.strategies import (
+    Settings,
+    apply_strategy,
+    check_settings,
+    count_params,
+)
 
 MAX_LENGTH = 64  # tokens per sentence; the built-in reviews are far shorter
 SAMPLE_SENTENCES = 6  # validation sentences shown before / after
@@ -260,10 +266,31 @@ def experiment_json(results: list[RunResult]) -> dict:
                                                      "history": scratch.history, "eval": scratch.eval}}
 
 
-def finetune(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3, batch_size: int = 16,
-             train_examples: int = 200, seed: int = 0, compare_scratch: bool = False) -> dict:
-    """The `finetune` API: a whole run on the built-in data, as JSON."""
+def finetune_progress(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
+                      batch_size: int = 16, train_examples: int = 200, seed: int = 0,
+                      compare_scratch: bool = False) -> Iterator[dict]:
+    """The `finetune` API: a whole run on the built-in data. Yields the progress after every step
+    ({"status": "running", "phase", "step", "total_steps", "loss"}), then the result's JSON. A client
+    that goes away ends the run after its current step: Gradio closes this generator."""
     data = builtin_data()
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                        max_train=len(data.train))
-    return experiment_json([e for e in run_experiment(s, data, bool(compare_scratch)) if isinstance(e, RunResult)])
+    results, events = [], run_experiment(s, data, check_bool(compare_scratch, "compare_scratch"))
+    try:
+        for event in events:
+            if isinstance(event, RunResult):
+                results.append(event)
+            elif isinstance(event, Step):
+                yield {"status": "running", "phase": event.phase, "step": event.step,
+                       "total_steps": event.total_steps, "loss": event.loss}
+    finally:
+        events.close()
+    yield experiment_json(results)
+
+
+def finetune(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
+             compare_scratch=False) -> dict:
+    """A whole run on the built-in data, as the API's JSON."""
+    *_, result = finetune_progress(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
+                                   compare_scratch)
+    return result

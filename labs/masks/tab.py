@@ -63,7 +63,7 @@ def on_show(text, encoder_name, causal_name):
     result = compute.masks_result(text, encoder_name, causal_name)
     tokens, cut_note = compute.sentence_tokens(text)
     n = len(tokens)
-    return (ui.notice(ui.esc(cut_note)), *mask_figures(tokens), token_choices(tokens),
+    return (ui.notice(cut_note), *mask_figures(tokens), token_choices(tokens),
             pd.DataFrame(columns=ATTEND_HEADERS), counts_text(n, result["connections"]), gr.update(value=n),
             *arithmetic(tokens), result)
 
@@ -85,7 +85,7 @@ def on_pick(text, encoder_name, use_subwords, row):
 
 def on_labels(text, encoder_name, use_subwords):
     tokens, cut_note = labels_for(text, encoder_name, use_subwords)
-    return *mask_figures(tokens), token_choices(tokens), ui.notice(ui.esc(cut_note))
+    return *mask_figures(tokens), token_choices(tokens), ui.notice(cut_note)
 
 
 def on_check(n, bidirectional_answer, causal_answer) -> str:
@@ -113,8 +113,8 @@ def on_real(text, encoder_name, causal_name, layer, head):
     for role, (r, error) in zip(("Encoder", "Causal LM"),
                                 compute.real_pair(text, encoder_name, causal_name, layer, head)):
         figures.append(real_figure(r, what) if r else None)
-        notes.append(f"**{role} {ui.esc(r.model)}** ({r.source}): largest weight above the diagonal, any layer and "
-                     f"head = **{r.max_above_diagonal:.6g}**" if r else f"**{role}**: {ui.esc(error)}")
+        notes.append(f"**{role} {ui.md(r.model)}** ({r.source}): largest weight above the diagonal, any layer and "
+                     f"head = **{r.max_above_diagonal:.6g}**" if r else f"**{role}**: {ui.md(error)}")
     return "\n\n".join(notes), *figures
 
 

@@ -6,13 +6,21 @@ from __future__ import annotations
 import threading
 
 from labs import lm, models
-from labs.errors import check_choice, check_int
+from labs.errors import BadInput, check_choice, check_int
 from labs.next_token import streaming
-from labs.next_token.compute import causal_lm, check_knobs, check_prompt
+from labs.next_token.compute import (
+    MAX_PROMPT_TOKENS,
+    causal_lm,
+    check_knobs,
+    check_prompt,
+)
 
 STRATEGIES = ("greedy", "sample", "beam")
 MAX_NEW_TOKENS = 200
 MAX_BEAMS = 8
+# Beam search keeps every beam going: beams × new tokens bounds its cost (8 × 40 or 4 × 80 take a few
+# seconds on SmolLM2), so one student's search cannot hold the model for a minute.
+BEAM_BUDGET = 320
 ENDED_AT_ONCE = "The model ended the text at once (it produced its end-of-text token first)."
 
 
@@ -31,10 +39,16 @@ def generate_kwargs(strategy: str, max_new_tokens: int, temperature: float, top_
 def check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed) -> dict:
     strategy = check_choice(strategy, STRATEGIES, "Strategy")
     temperature, top_k, top_p = check_knobs(temperature, top_k, top_p)
-    return {"prompt": check_prompt(prompt), "strategy": strategy,
-            "max_new_tokens": check_int(max_new_tokens, "Max new tokens", 1, MAX_NEW_TOKENS),
-            "temperature": temperature, "top_k": top_k, "top_p": top_p,
-            "num_beams": check_int(num_beams, "Beams", 1, MAX_BEAMS), "seed": check_int(seed, "Seed", 0, 2**32 - 1)}
+    settings = {"prompt": check_prompt(prompt), "strategy": strategy,
+                "max_new_tokens": check_int(max_new_tokens, "Max new tokens", 1, MAX_NEW_TOKENS),
+                "temperature": temperature, "top_k": top_k, "top_p": top_p,
+                "num_beams": check_int(num_beams, "Beams", 1, MAX_BEAMS), "seed": check_int(seed, "Seed", 0, 2**32 - 1)}
+    beams, new = settings["num_beams"], settings["max_new_tokens"]
+    if strategy == "beam" and beams * new > BEAM_BUDGET:
+        raise BadInput(f"Beam search with {beams} beams and {new} new tokens is {beams * new} beam-tokens; a shared "
+                       f"server allows {BEAM_BUDGET}. Use fewer (for example {beams} beams and "
+                       f"{BEAM_BUDGET // beams} tokens).")
+    return settings
 
 
 def generate_code(model_name: str, settings: dict) -> str:
@@ -53,13 +67,19 @@ def generate_code(model_name: str, settings: dict) -> str:
 
 
 def prepare(loaded: models.LoadedModel, settings: dict) -> tuple[dict, str]:
-    """generate()'s inputs for these settings (one prompt), and a note when the prompt was cut."""
+    """generate()'s inputs for these settings (one prompt), and a note when something was cut. The
+    prompt and the new tokens together must fit the model's positions: the prompt keeps (the end of)
+    its text, and the new tokens get the room that is left."""
     import torch
 
-    ids, note = lm.causal_ids(loaded, settings["prompt"])
+    ids, note = lm.causal_ids(loaded, settings["prompt"], MAX_PROMPT_TOKENS)
+    new = min(settings["max_new_tokens"], loaded.max_tokens - len(ids))
+    if new < settings["max_new_tokens"]:
+        note = " ".join(filter(None, [note, f"{loaded.name} reads {loaded.max_tokens} tokens in all, so this "
+                                            f"{len(ids)}-token prompt leaves room for {new} new tokens."]))
     input_ids = torch.tensor([ids], device=loaded.device)
-    kwargs = generate_kwargs(settings["strategy"], settings["max_new_tokens"], settings["temperature"],
-                             settings["top_k"], settings["top_p"], settings["num_beams"])
+    kwargs = generate_kwargs(settings["strategy"], new, settings["temperature"], settings["top_k"],
+                             settings["top_p"], settings["num_beams"])
     kwargs.update(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
                   pad_token_id=loaded.tokenizer.pad_token_id)
     return kwargs, note
@@ -77,7 +97,7 @@ def start(loaded: models.LoadedModel, settings: dict, stop: threading.Event | No
     from transformers import set_seed
 
     kwargs, _ = prepare(loaded, settings)
-    collector = streaming.TokenCollector(settings["max_new_tokens"], loaded.tokenizer.eos_token_id, stop)
+    collector = streaming.TokenCollector(kwargs["max_new_tokens"], loaded.tokenizer.eos_token_id, stop)
     if is_greedy(settings):
         streaming.start_greedy(loaded, kwargs["input_ids"][0].tolist(), collector)
         return collector, None
@@ -131,7 +151,8 @@ def generate_alone(loaded: models.LoadedModel, settings: dict) -> tuple[list[str
     beams = settings["strategy"] == "beam" and settings["num_beams"] > 1
     with streaming.alone, torch.no_grad():
         set_seed(settings["seed"])
-        out = loaded.model.generate(**kwargs, return_dict_in_generate=True, output_scores=beams)
+        out = loaded.model.generate(**kwargs, return_dict_in_generate=True, output_scores=beams,
+                                    max_time=streaming.MAX_SECONDS)
     texts = loaded.tokenizer.batch_decode(out.sequences[:, kwargs["input_ids"].shape[1]:], skip_special_tokens=True)
     return texts, out.sequences_scores.tolist() if beams else [None] * len(texts), note
 

@@ -17,6 +17,7 @@ from labs import models
 from labs.batching import Batcher
 
 STREAM_GAP = 0.04  # seconds between updates: tokens arrive in small batches, so the reader wakes less often
+MAX_SECONDS = 60  # a safety net: the limits on tokens and beams keep a generation far shorter
 alone = threading.Semaphore(2)  # sampling and beam search run alone, at most two at once
 
 
@@ -31,13 +32,15 @@ class TokenCollector:
         self.done = False
         self.error: Exception | None = None
         self.wake = threading.Event()
+        self.deadline = time.monotonic() + MAX_SECONDS  # set again when its generation starts
         self._prompt_seen = False
 
     @property
     def finished(self) -> bool:
-        """No more tokens wanted: its own length reached, its end-of-text token produced, or stopped."""
+        """No more tokens wanted: its own length reached, its end-of-text token produced, stopped, or
+        out of time."""
         return (self.done or self.stop.is_set() or len(self.ids) >= self.max_new_tokens
-                or (bool(self.ids) and self.ids[-1] == self.eos_token_id))
+                or (bool(self.ids) and self.ids[-1] == self.eos_token_id) or time.monotonic() > self.deadline)
 
     def add(self, token: int) -> None:
         if not self.finished:
@@ -113,6 +116,7 @@ def start_alone(run, collector: TokenCollector) -> threading.Thread:
 
         try:
             with alone, torch.no_grad():
+                collector.deadline = time.monotonic() + MAX_SECONDS
                 run()
         except Exception as exc:  # re-raised in the reader, which the UI turns into a message
             collector.error = exc
@@ -170,6 +174,8 @@ def generate_rows(loaded: models.LoadedModel, rows: list[tuple[list[int], TokenC
     input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids, _ in rows], device=loaded.device)
     mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids, _ in rows], device=loaded.device)
     collectors = [c for _, c in rows]
+    for collector in collectors:
+        collector.deadline = time.monotonic() + MAX_SECONDS
     with torch.no_grad():
         loaded.model.generate(input_ids=input_ids, attention_mask=mask, do_sample=False, pad_token_id=pad,
                               max_new_tokens=max(c.max_new_tokens for c in collectors),

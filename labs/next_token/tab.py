@@ -49,7 +49,7 @@ def distribution_figure(dist: compute.Distribution):
 
 
 def distribution_summary(dist: compute.Distribution, loaded) -> str:
-    note = f"\n\n{ui.notice(ui.esc(dist.note))}" if dist.note else ""
+    note = f"\n\n{ui.notice(dist.note)}" if dist.note else ""
     return f"Entropy: **{dist.entropy:.3f} nats**. {ui.model_badge(loaded)}{note}"
 
 
@@ -160,7 +160,7 @@ def calc_inputs(table: pd.DataFrame, t) -> tuple[list[str], list[float], float]:
 def on_calc(table, t):
     words, logits, t = calc_inputs(table, t)
     r = compute.softmax_by_hand(logits, t)
-    rows = "\n".join(f"| {ui.esc(w)} | {z:g} | {z / t:.4f} | {e:.4f} | **{pr:.4f}** |"
+    rows = "\n".join(f"| {ui.md(w)} | {z:g} | {z / t:.4f} | {e:.4f} | **{pr:.4f}** |"
                      for w, z, e, pr in zip(words, logits, r["exp"], r["probs"]))
     return (f"| word | logit z | z / T | exp(z / T) | probability |\n|---|---|---|---|---|\n{rows}\n\n"
             f"Sum of exps = **{r['sum']:.4f}**; each probability = exp(z / T) / sum.")
@@ -172,8 +172,8 @@ def on_answer(table, t, word, answer):
         raise BadInput("Pick a word from the table and type your probability.")
     right = compute.softmax_by_hand(logits, t)["probs"][words.index(word)]
     if round(float(answer), 3) == round(right, 3):
-        return f"✅ Right: P({ui.esc(word)}) = {right:.3f}."
-    return f"❌ Not quite: P({ui.esc(word)}) is not {float(answer):.3f}. Divide exp(z / T) by the sum of all four."
+        return f"✅ Right: P({ui.md(word)}) = {right:.3f}."
+    return f"❌ Not quite: P({ui.md(word)}) is not {float(answer):.3f}. Divide exp(z / T) by the sum of all four."
 
 
 def step_section() -> SimpleNamespace:
