@@ -16,13 +16,16 @@ import gradio as gr  # noqa: E402
 
 from labs import fast_sessions, offline_cache, status, ui  # noqa: E402
 from labs.attention import tab as attention  # noqa: E402
+from labs.embeddings import tab as embeddings  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
 from labs.finetune import tab as finetune  # noqa: E402
 from labs.masks import tab as masks  # noqa: E402
 from labs.next_token import tab as next_token  # noqa: E402
+from labs.tokens import tab as tokens  # noqa: E402
 
 # A new lab is a new folder with a tab.py (TITLE and build(demo)), plus one entry here.
-LABS = (fill_mask, next_token, masks, attention, finetune)
+# Tokens first: every lab starts from tokens, and so does a lecture on pre-trained models.
+LABS = (tokens, fill_mask, next_token, masks, attention, embeddings, finetune)
 
 CONCURRENT_EVENTS = 48  # per event; more threads than this only wait for the same batches
 HEADER = """# LM Lab

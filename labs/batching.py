@@ -110,6 +110,19 @@ class Batcher:
                 self._in_flight[key] = future
         return future.result()
 
+    def submit_many(self, requests: list[tuple]) -> list:
+        """The results for several (key, item, cost) at once: queued together, so that they run in
+        one batch (a lab that needs many rows for one student, e.g. several sentences)."""
+        futures = []
+        with self._lock:
+            for key, item, cost in requests:
+                hit = self.cache.get(key)
+                future = self._in_flight.get(key)
+                if hit is None and future is None:
+                    future = self._in_flight[key] = self._enqueue(key, item, cost)
+                futures.append(hit if hit is not None else future)
+        return [f.result() if isinstance(f, Future) else f for f in futures]
+
     def start(self, item, cost: int = 1) -> Future:
         """Queue `item` without waiting for it, neither cached nor shared (e.g. a generation whose
         tokens stream out while it runs); the future holds its result or exception."""

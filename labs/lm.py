@@ -25,6 +25,7 @@ CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are 
 # Per kind of pass: at most this many requests in one batch, and a budget on their cost (tokens, or
 # tokens² for attention, whose weights grow with the square of the length) that bounds its memory.
 LIMITS = {"next": dict(max_batch=64, max_cost=8192), "mlm": dict(max_batch=64, max_cost=8192),
+          "hidden": dict(max_batch=32, max_cost=4096),
           "attn": dict(max_batch=16, max_cost=8 * 128 * 128)}
 
 cache = ResultCache(CACHE_BYTES)
@@ -41,14 +42,18 @@ def batch_stats() -> dict[str, dict]:
     return {b.name: dict(b.stats) for b in list(_batchers.values())}
 
 
-def _submit(loaded: LoadedModel, kind: str, item, cost: int):
+def _batcher(loaded: LoadedModel, kind: str) -> Batcher:
     key = (loaded.name, kind)
     batcher = _batchers.get(key)
     if batcher is None:
         with _batchers_lock:
             batcher = _batchers.setdefault(key, Batcher(f"{loaded.name}/{kind}", partial(RUNNERS[kind], loaded),
                                                         cache, **LIMITS[kind]))
-    return batcher.submit((loaded.name, kind, item), item, cost)
+    return batcher
+
+
+def _submit(loaded: LoadedModel, kind: str, item, cost: int):
+    return _batcher(loaded, kind).submit((loaded.name, kind, item), item, cost)
 
 
 def _padded(loaded: LoadedModel, rows: list) -> tuple:
@@ -158,7 +163,28 @@ def _run_attn(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
     return [_frozen(weights[b, :, :, :len(i), :len(i)]) for b, (i, _) in enumerate(items)]
 
 
-RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn}
+# ---------------------------------------------------------------- hidden states
+
+
+def hidden_states(loaded: LoadedModel, rows: list[list[int]]) -> list[np.ndarray]:
+    """Every layer's output for each row of ids, [layers + 1, n, hidden] float32 (index 0: the
+    embeddings). The rows are queued together, so one student's sentences share one forward pass."""
+    batcher = _batcher(loaded, "hidden")
+    return batcher.submit_many([((loaded.name, "hidden", tuple(r)), tuple(r), len(r)) for r in rows])
+
+
+def _run_hidden(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
+    """The base model only: no vocabulary head over every position."""
+    import torch
+
+    ids, mask = _padded(loaded, items)
+    with torch.inference_mode():
+        out = loaded.model.base_model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    states = torch.stack(out.hidden_states, dim=1).float().cpu().numpy()  # [batch, layers + 1, n, hidden]
+    return [_frozen(states[b, :, :len(i)]) for b, i in enumerate(items)]
+
+
+RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn, "hidden": _run_hidden}
 
 
 # ---------------------------------------------------------------- helpers for causal LMs and probabilities

@@ -361,6 +361,32 @@ def _load_smollm2(choice: ModelChoice):
 _tokenizers: dict[str, Any] = {}
 
 
+def load_tokenizer(name):
+    """A registry model's tokenizer alone, without its weights (the loaded model's own when there is
+    one): the Tokens lab shows every tokenizer without loading every model."""
+    choice = get_choice(name)
+    if choice.name in _loaded:
+        return _loaded[choice.name].tokenizer
+    if choice.name not in _tokenizers:
+        with _load_lock:
+            if choice.name not in _tokenizers:
+                _import_transformers()
+                from transformers import AutoTokenizer
+
+                try:
+                    if choice.gguf_file:  # from the converted copy: reading the GGUF takes ~11 s
+                        folder = offline_cache.converted(choice.location, choice.gguf_file)
+                        kwargs = {"local_files_only": True} if folder else {
+                            "local_files_only": True, "gguf_file": choice.gguf_file}
+                        tokenizer = AutoTokenizer.from_pretrained(folder or choice.location, **kwargs)
+                    else:
+                        tokenizer = AutoTokenizer.from_pretrained(choice.location, **_from_pretrained_kwargs(choice))
+                except Exception as exc:
+                    raise ModelUnavailable(_explain_failure(choice, exc)) from exc
+                _tokenizers[choice.name] = tokenizer
+    return _tokenizers[choice.name]
+
+
 def load_for_classification(name: str, num_labels: int, *, scratch: bool = False, seed: int = 0):
     """A fresh (never cached) sequence-classification model for a fine-tuning run, and its tokenizer.
 

@@ -8,7 +8,7 @@ from conftest import ROOT, screenshot
 
 from labs import models
 
-TAB_TITLES = ["Fill in the blank", "Next token", "Masks", "Attention", "Fine-tune"]
+TAB_TITLES = ["Tokens", "Fill in the blank", "Next token", "Masks", "Attention", "Embeddings", "Fine-tune"]
 
 
 def test_page_answers_quickly(app_server):
@@ -24,10 +24,10 @@ def test_models_endpoint_lists_the_offline_models(client, tiny_models):
     assert names[tiny_models["masked"]]["source"] == "local"
 
 
-def test_five_tabs_in_order_and_the_status_line_says_offline(page):
+def test_every_tab_in_order_and_the_status_line_says_offline(page):
     tabs = page.get_by_role("tab")
     titles = [t.inner_text().strip() for t in tabs.all()]
-    assert titles[:5] == TAB_TITLES
+    assert titles == TAB_TITLES
     status = page.locator("#lab-status")
     status.get_by_text("offline").wait_for(timeout=20000)
     for title in TAB_TITLES:

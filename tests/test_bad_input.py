@@ -42,6 +42,10 @@ BAD_CALLS = [  # (endpoint, arguments with one bad value, what the message names
     ("/finetune", ["{m}", "full", 1e-3, 1, 8, 16, 10**18, False], "eed"),
     ("/finetune", ["{m}", "full", 1e-3, 1, 8, 16, 0, "maybe"], "compare_scratch"),
     ("/finetune", [["{m}"], "full", 1e-3, 1, 8, 16, 0, False], "model must be a name"),
+    ("/tokenize", ["playing", [1]], "list of model names"),
+    ("/tokenize", [["playing"], []], "must be text"),
+    ("/bpe", ["low 5", "nan", "lowest"], "merges"),
+    ("/bpe", ["low 5", 5, ["lowest"]], "must be text"),
 ]
 
 
@@ -85,6 +89,8 @@ HUGE_CALLS = [
     ("/masks", [HUGE, "{m}", "{c}"]),
     ("/attention", [HUGE, "{m}", "", 0, 0]),
     ("/attention", ["The cat", "{m}", HUGE, 0, 0]),
+    ("/tokenize", [HUGE, []]),
+    ("/bpe", [HUGE, 5, "lowest"]),
 ]
 
 

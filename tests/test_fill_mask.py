@@ -167,7 +167,7 @@ def test_fill_mask_tab_draws_bars_for_every_blank(page, tiny_models):
     page.get_by_role("tab", name="Fill in the blank").click()
     page.get_by_label("Your sentence (write [MASK] or ___ for a blank)").fill(
         "<img src=x onerror=alert(1)> The [MASK] told the [MASK].")
-    page.locator("div.lab-explainer").first.wait_for()
+    page.locator("div.lab-explainer:visible").first.wait_for()
     page.get_by_text("Best guesses filled in").wait_for(timeout=60000)  # the first load's example
     page.get_by_role("button", name="Predict the blanks").click()
     bars = page.locator(".js-plotly-plot:visible").first.locator("g.barlayer g.trace")

@@ -1,0 +1,1 @@
+"""Lab 6, "Embeddings": compute.py (no gradio), then tab.py."""

@@ -1,0 +1,198 @@
+"""Embeddings, the tab: one word's vectors across sentences and layers, a map, sentence vectors, and
+left-only vs both sides."""
+
+from __future__ import annotations
+
+import itertools
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+
+from labs import models, plots, ui
+from labs.embeddings import compute
+from labs.errors import check_int
+
+TITLE = "Embeddings"
+EXPLAINER = """**A static embedding (word2vec) gives "bank" one vector; BERT gives every "bank" its own.**
+Type sentences that share a word (one per line, optionally `| sense`) and see how similar the word's
+vectors are, layer by layer: identical in the embedding matrix, then pulled apart by the context."""
+TRY_THIS = (
+    "\"bat\": The bat flew out of the cave. | animal / He swung the bat. | cricket. Where do the senses separate?",
+    "\"I record the record\": type the sentence twice with labels verb / noun and the word \"record\"; is the "
+    "first \"record\" the one compared? Move it to check.",
+    "Same sense, different neighbours: \"The cat sat on the mat.\" vs \"A cat slept on my bed.\" Similar?",
+    "Left only vs both sides: with a causal LM, can two sentences that only differ after the word give it "
+    "different vectors?")
+LEFT_ONLY_NOTE = ("A causal LM reads left to right: the word's vector depends only on the words before it, so two "
+                  "sentences that differ only after it give it exactly the same vector (cosine 1.000) at every "
+                  "layer. An encoder reads both sides, so the vectors differ.")
+LAYER_LABEL = "Layer (−1 = the static vector, 0 = embeddings + positions, then each layer)"
+
+
+def short_labels(r: compute.EmbeddingsRun) -> list[str]:
+    return [f"{i + 1}" + (f" {s.label}" if s.label else "") for i, s in enumerate(r.sentences)]
+
+
+def similarity_figure(r: compute.EmbeddingsRun, layer: int):
+    vectors, name = (r.static, "static vector") if layer < 0 else (r.by_layer[layer], f"layer {layer}")
+    labels = short_labels(r)
+    return plots.heatmap(np.round(compute.cosine_matrix(vectors), 3), labels, title=plots.safe(
+        f"Cosine similarity of \"{r.word}\", {name}"), zmin=0, zmax=1, text_format="%{z:.3f}",
+        x_title="sentence", y_title="sentence")
+
+
+def layer_names(r: compute.EmbeddingsRun) -> list[str]:
+    return ["static"] + [str(i) for i in range(r.num_layers + 1)]
+
+
+def senses_figure(r: compute.EmbeddingsRun):
+    labels = [s.label for s in r.sentences]
+    curves = [compute.sense_means(m, labels) for m in
+              [compute.cosine_matrix(r.static)] + list(compute.cosine_matrix(r.by_layer))]
+    fig = go.Figure()
+    if not any(a is not None and b is not None for a, b in curves):
+        mean = [float(m[np.triu_indices(len(labels), 1)].mean()) for m in
+                [compute.cosine_matrix(r.static)] + list(compute.cosine_matrix(r.by_layer))]
+        fig.add_trace(go.Scatter(x=layer_names(r), y=mean, name="all pairs", line=dict(color=plots.BLUE, width=4)))
+    else:
+        for i, (name, colour) in enumerate((("same sense", plots.GREEN), ("different senses", plots.RED))):
+            fig.add_trace(go.Scatter(x=layer_names(r), y=[c[i] for c in curves], name=name,
+                                     line=dict(color=colour, width=4)))
+    plots.style(fig, plots.safe(f"Where the senses of \"{r.word}\" separate"), 360, legend=dict(orientation="h"))
+    fig.update_xaxes(title="layer", type="category")
+    fig.update_yaxes(title="mean cosine similarity")
+    return fig
+
+
+def map_figure(r: compute.EmbeddingsRun, layer: int):
+    coords = compute.projection(r.static if layer < 0 else r.by_layer[layer])
+    fig = go.Figure()
+    senses = list(dict.fromkeys(s.label for s in r.sentences))
+    colours = itertools.cycle([plots.BLUE, plots.RED, plots.GREEN, plots.PURPLE, "#b45309"])
+    for sense, colour in zip(senses, colours):
+        rows = [i for i, s in enumerate(r.sentences) if s.label == sense]
+        fig.add_trace(go.Scatter(x=coords[rows, 0], y=coords[rows, 1], mode="markers+text", name=plots.safe(
+            sense or "no label"), text=[str(i + 1) for i in rows], textposition="top center",
+            hovertext=[plots.safe(r.sentences[i].text) for i in rows], hoverinfo="text",
+            marker=dict(size=18, color=colour)))
+    plots.style(fig, f"The vectors on a map (PCA), {'static' if layer < 0 else f'layer {layer}'}", 380,
+                legend=dict(orientation="h"))
+    if np.ptp(coords) < 1e-9:  # the static vector: nothing to spread out
+        fig.add_annotation(text="Every sentence gives the same vector: one point", x=0, y=0, yshift=-40,
+                           showarrow=False, font=dict(size=18))
+    fig.update_xaxes(title="first principal component")
+    fig.update_yaxes(title="second")
+    return fig
+
+
+def pieces_note(r: compute.EmbeddingsRun) -> str:
+    pieces = ", ".join(r.word_pieces)
+    split = (f"\"{r.word}\" is one token ({pieces})." if len(r.word_pieces) == 1 else
+             f"\"{r.word}\" is split into {len(r.word_pieces)} pieces ({pieces}): their vectors are averaged.")
+    return ui.md(f"Comparing \"{r.word}\" with {r.model}, {r.num_layers} layers. {split}")
+
+
+def sentence_figure(r: compute.EmbeddingsRun):
+    return plots.heatmap(np.round(compute.cosine_matrix(r.pooled), 3), short_labels(r), zmin=0, zmax=1,
+                         text_format="%{z:.3f}", title="Whole sentences: mean-pooled vectors, last layer",
+                         x_title="sentence", y_title="sentence")
+
+
+def pair_choices(n: int) -> list[str]:
+    return [f"{i + 1} and {j + 1}" for i, j in itertools.combinations(range(n), 2)]
+
+
+def closest_pair(r: compute.EmbeddingsRun) -> tuple[int, int, float]:
+    sim = compute.cosine_matrix(r.pooled)
+    i, j = max(itertools.combinations(range(len(sim)), 2), key=lambda p: sim[p])
+    return i, j, float(sim[i, j])
+
+
+def shown_layer(layer, r: compute.EmbeddingsRun) -> int:
+    """The slider's value within this model's layers (−1: the static vector)."""
+    return min(check_int(layer, "The layer", -1, 10_000), r.num_layers)
+
+
+def on_show(sentences, word, model, layer):
+    r = compute.run(model, sentences, word)
+    layer = shown_layer(layer, r)
+    return (pieces_note(r), similarity_figure(r, layer), senses_figure(r), map_figure(r, layer), sentence_figure(r),
+            gr.update(choices=pair_choices(len(r.sentences)), value=None), "",
+            gr.update(maximum=r.num_layers, value=layer), compute.embeddings_json(sentences, word, model, -1))
+
+
+def on_layer(sentences, word, model, layer):
+    r = compute.run(model, sentences, word)  # the hidden states are cached: no new forward pass
+    layer = shown_layer(layer, r)
+    return similarity_figure(r, layer), map_figure(r, layer)
+
+
+def on_reveal(sentences, word, model, guess):
+    i, j, similarity = closest_pair(compute.run(model, sentences, word))
+    answer = f"{i + 1} and {j + 1}"
+    verdict = "" if not guess else ("✅ Right: " if guess == answer else f"❌ You picked {ui.md(guess)}. ")
+    return f"{verdict}Sentences **{answer}** are the closest (cosine {similarity:.3f})."
+
+
+def on_compare(sentences, word, encoder, causal):
+    """The word's similarity between sentence 1 and 2 at every layer, an encoder beside a causal LM."""
+    fig, lines = go.Figure(), []
+    for name, colour in ((encoder, plots.BLUE), (causal, plots.RED)):
+        r = compute.run(name, sentences, word)
+        similarity = compute.cosine_matrix(r.by_layer)[:, 0, 1]
+        depth = np.linspace(0, 1, len(similarity))
+        fig.add_trace(go.Scatter(x=depth, y=similarity, name=plots.safe(r.model), line=dict(color=colour, width=4),
+                                 hovertext=[f"layer {i}" for i in range(len(similarity))]))
+        lines.append(f"{ui.md(r.model)}: lowest cosine {similarity.min():.4f}")
+    plots.style(fig, plots.safe(f"\"{r.word}\" in sentences 1 and 2, every layer"), 360, legend=dict(orientation="h"))
+    fig.update_xaxes(title="depth (0 = embeddings, 1 = last layer)")
+    fig.update_yaxes(title="cosine similarity")
+    return fig, f"{'; '.join(lines)}. {LEFT_ONLY_NOTE}"
+
+
+def build(demo: gr.Blocks) -> None:
+    ui.explainer(EXPLAINER)
+    with gr.Row():
+        sentences = gr.Textbox(compute.EXAMPLE, label="Sentences that share a word (one per line; optional | sense)",
+                               lines=5, max_lines=10, scale=3, max_length=2000)
+        with gr.Column(scale=2):
+            word = gr.Textbox("bank", label="The word (empty: the word every sentence shares)", max_length=50)
+            model = ui.model_dropdown(*models.FAMILIES, label="Model", family_order=True)
+    show = gr.Button("Compare the vectors", variant="primary")
+    note = gr.Markdown()
+    layer = gr.Slider(-1, 12, value=-1, step=1, label=LAYER_LABEL)
+    with gr.Row():
+        similarity = gr.Plot(label="The word's similarity between sentences")
+        senses = gr.Plot(label="Same sense vs different senses, every layer")
+    word_map = gr.Plot(label="A map of the word's vectors")
+    with gr.Accordion("Whole sentences: which two are closest?", open=True):
+        with gr.Row():
+            guess = gr.Dropdown(label="Your guess before the reveal", choices=[], scale=2)
+            reveal = gr.Button("Reveal", scale=1)
+        verdict = gr.Markdown()
+        sentence_plot = gr.Plot(label="Sentence similarity")
+    with gr.Accordion("Left only vs both sides: an encoder beside a causal LM", open=False):
+        with gr.Row():
+            encoder = ui.model_dropdown("masked", "encoder", label="Encoder")
+            causal = ui.model_dropdown("causal", label="Causal LM")
+        with gr.Row():
+            example = gr.Button("Load \"The bank was flooded / robbed\"")
+            compare = gr.Button("Compare sentences 1 and 2", variant="primary")
+        compare_plot, compare_note = gr.Plot(), gr.Markdown()
+    result_json = ui.result_json()
+    ui.try_this(*TRY_THIS)
+
+    inputs = [sentences, word, model, layer]
+    shown = [note, similarity, senses, word_map, sentence_plot, guess, verdict, layer, result_json]
+    ui.wire([show.click, sentences.submit, word.submit], on_show, inputs, shown)
+    ui.on_load(demo, on_show, inputs, shown)
+    ui.wire(layer.release, on_layer, inputs, [similarity, word_map], show_progress="hidden")
+    ui.wire(reveal.click, on_reveal, [sentences, word, model, guess], verdict)
+    ui.wire(example.click, lambda: (compute.CAUSAL_EXAMPLE, "bank"), None, [sentences, word], queue=False).then(
+        ui.friendly(on_compare), [sentences, word, encoder, causal], [compare_plot, compare_note],
+        api_visibility="private")
+    ui.wire(compare.click, on_compare, [sentences, word, encoder, causal], [compare_plot, compare_note])
+    ui.api(compute.embeddings_json, "embeddings",
+           "embeddings(sentences, word, model, layer) -> {model, source, word, num_layers, layer, sentences, "
+           "static_similarity, similarity_by_layer, projection, sentence_similarity}")
