@@ -32,6 +32,12 @@ HEADER = """# LM Lab
 Pick a tab, type your own sentence, and watch a real pre-trained language model answer."""
 
 
+# Presenter view is a class on <body> (assets/lab.css), kept in the URL so that a reload keeps it.
+PRESENT_JS = """() => { const on = document.body.classList.toggle('lab-present');
+  const url = new URL(window.location); if (on) url.searchParams.set('present', '1');
+  else url.searchParams.delete('present'); window.history.replaceState(null, '', url); }"""
+
+
 def status_markdown() -> str:
     """The status line (paths from the environment included) shown as plain text."""
     return "\n\n".join(ui.md(line) for line in status.status_line().split("\n\n"))
@@ -40,11 +46,19 @@ def status_markdown() -> str:
 def build_app() -> gr.Blocks:
     fast_sessions.install()
     with gr.Blocks(title="LM Lab", analytics_enabled=False) as demo:
-        gr.Markdown(HEADER)
+        with gr.Row(elem_id="lab-header"):
+            gr.Markdown(HEADER)
+            present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
         status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
-        for lab in LABS:
-            with gr.Tab(lab.TITLE, id=lab.__name__.split(".")[1]):
-                lab.build(demo)
+        link_notes = gr.Markdown(elem_id="lab-link-notes")
+        tab_ids = [lab.__name__.split(".")[1] for lab in LABS]
+        with gr.Tabs() as tabs:
+            for lab, tab_id in zip(LABS, tab_ids):
+                with gr.Tab(lab.TITLE, id=tab_id):
+                    lab.build(demo)
+        # A link opens its tab with its inputs; then every tab computes its first result.
+        ui.page_load(demo, tabs, tab_ids, link_notes)
+        present.click(None, js=PRESENT_JS)
         ui.api(status.describe_models, "models",
                "Every model this server offers, its family and source, and what is loaded.")
         # The status line fills in after the page is up (it may import torch), then follows loads.

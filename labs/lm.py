@@ -13,6 +13,7 @@ depend on what it was batched with (up to float rounding, about 1e-6)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import partial
 
@@ -25,7 +26,7 @@ CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are 
 # Per kind of pass: at most this many requests in one batch, and a budget on their cost (tokens, or
 # tokens² for attention, whose weights grow with the square of the length) that bounds its memory.
 LIMITS = {"next": dict(max_batch=64, max_cost=8192), "mlm": dict(max_batch=64, max_cost=8192),
-          "hidden": dict(max_batch=32, max_cost=4096),
+          "hidden": dict(max_batch=32, max_cost=4096), "logprobs": dict(max_batch=16, max_cost=4096),
           "attn": dict(max_batch=16, max_cost=8 * 128 * 128)}
 
 cache = ResultCache(CACHE_BYTES)
@@ -105,7 +106,7 @@ def mlm_logits(loaded: LoadedModel, ids: list[int], positions: list[int]) -> np.
     return _submit(loaded, "mlm", (tuple(ids), tuple(positions)), len(ids))
 
 
-def _mlm_head(model):
+def mlm_head(model):
     """The layers after the encoder that turn a hidden state into vocabulary logits (BERT: cls,
     RoBERTa: lm_head, DistilBERT: four modules); None for an architecture not known here."""
     if hasattr(model, "cls"):
@@ -125,7 +126,7 @@ def _run_mlm(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
     ids, mask = _padded(loaded, [i for i, _ in items])
     rows = torch.tensor([b for b, (_, pos) in enumerate(items) for _ in pos], device=ids.device)
     cols = torch.tensor([p for _, pos in items for p in pos], device=ids.device)
-    head = _mlm_head(loaded.model)
+    head = mlm_head(loaded.model)
     with torch.inference_mode():
         if head is not None:
             hidden = loaded.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -184,10 +185,40 @@ def _run_hidden(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
     return [_frozen(states[b, :, :len(i)]) for b, i in enumerate(items)]
 
 
-RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn, "hidden": _run_hidden}
+# ---------------------------------------------------------------- every token's log-probability
+
+
+def token_logprobs(loaded: LoadedModel, ids: list[int]) -> np.ndarray:
+    """A causal LM's log P(token t | tokens before t) for t = 1 .. n-1 (float32, n-1 values): the
+    teacher-forced pass that training uses."""
+    return _submit(loaded, "logprobs", tuple(ids), len(ids))
+
+
+def _run_logprobs(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
+    import torch
+
+    ids, mask = _padded(loaded, items)  # right padding: a causal LM's real tokens never see it
+    results = []
+    with torch.inference_mode():
+        logits = loaded.model(input_ids=ids, attention_mask=mask).logits
+        for b, row in enumerate(items):  # one row at a time: [n, vocab] in float32 is large
+            logp = torch.log_softmax(logits[b, :len(row) - 1].float(), dim=-1)
+            results.append(_frozen(logp.gather(1, ids[b, 1:len(row), None])[:, 0].cpu().numpy()))
+    return results
+
+
+RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn, "hidden": _run_hidden, "logprobs": _run_logprobs}
 
 
 # ---------------------------------------------------------------- helpers for causal LMs and probabilities
+
+
+# A blank written any of the ways students write one; each becomes the model's own mask token.
+BLANK_PATTERN = re.compile(r"\[MASK\]|\[BLANK\]|<mask>|_{3,}", re.IGNORECASE)
+
+
+def with_mask_token(text: str, mask_token: str) -> str:
+    return BLANK_PATTERN.sub(mask_token, text)
 
 
 def causal_ids(loaded: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], str]:

@@ -3,6 +3,8 @@ online or offline, loaded models, and any set-up problem a lecturer should fix).
 
 from __future__ import annotations
 
+import os
+
 from labs import models, offline_cache
 
 
@@ -24,5 +26,7 @@ def status_line() -> str:
     loaded = ", ".join(f"{m.name} [{m.source}]" for m in models.loaded_models()) or \
         "none yet (they load on first use)"
     line = f"Device: {models.pick_device()} · {online} · Loaded models: {loaded}"
+    if os.environ.get("SPACE_ID"):  # set by Hugging Face Spaces
+        line = f"Running on the Hugging Face Space {os.environ['SPACE_ID']} · {line}"
     problems = offline_cache.notes() + [f"LAB_EXTRA_MODELS: left out {s}" for s in models.skipped_extra_models()]
     return "\n\n".join([line] + [f"⚠️ {p}" for p in problems])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from labs import models
+from labs import links, models
 from labs.errors import message_for
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -97,9 +97,70 @@ def first_page(fn, size: int = 16):
     return wrapper
 
 
+_page_loads: list[tuple] = []  # (fn, inputs, outputs, kwargs): run once a link's values are in place
+_linked: list[tuple[str, str, gr.components.Component]] = []  # (tab, parameter, input)
+# Runs in the browser after the server has written the query string: the full link, copied.
+COPY_LINK_JS = """(q) => { if (!q) return q;
+  const url = window.location.origin + window.location.pathname + q
+    + (document.body.classList.contains('lab-present') ? '&present=1' : '');
+  if (navigator.clipboard) navigator.clipboard.writeText(url).catch(() => {});
+  return url; }"""
+
+
 def on_load(demo: gr.Blocks, fn, inputs=None, outputs=None, **kwargs):
-    """Run fn when a page opens, with the result shared by every page that opens with the same inputs."""
-    return wire(demo.load, first_page(fn), inputs, outputs, **kwargs)
+    """Run fn when a page opens (after a link's values, if any, are in the inputs), with the result
+    shared by every page that opens with the same inputs."""
+    _page_loads.append((fn, inputs, outputs, kwargs))
+
+
+def link(tab_module: str, **inputs: gr.components.Component) -> None:
+    """Make these inputs part of the tab's link (parameter name = keyword), and add the tab's
+    "Copy link" button. tab_module is the tab's __name__ (labs.<tab>.tab)."""
+    tab = tab_module.split(".")[1]
+    _linked.extend((tab, name, component) for name, component in inputs.items())
+    with gr.Row(elem_classes=["lab-link-row"]):
+        button = gr.Button("🔗 Copy a link to this example", size="sm", scale=0)
+        box = gr.Textbox(show_label=False, container=False, interactive=False, buttons=["copy"], scale=4,
+                         placeholder="A link that opens this tab with these inputs (for a slide or a classmate)")
+    names = list(inputs)
+    wire(button.click, lambda *values: links.query(tab, dict(zip(names, values))), list(inputs.values()), box,
+         queue=False).then(None, box, box, js=COPY_LINK_JS, api_visibility="private")
+
+
+def spec_of(component) -> links.Spec:
+    """What an input box accepts, as links.read checks it."""
+    if isinstance(component, gr.Checkbox):
+        return links.Spec("choice", choices=(True, False))
+    if isinstance(component, (gr.Dropdown, gr.Radio)):
+        return links.Spec("choice", choices=tuple(c[1] if isinstance(c, tuple) else c for c in component.choices))
+    if isinstance(component, (gr.Slider, gr.Number)):
+        integer = component.precision == 0 if isinstance(component, gr.Number) else float(component.step).is_integer()
+        low = component.minimum if component.minimum is not None else -1e12
+        high = component.maximum if component.maximum is not None else 1e12
+        return links.Spec("number", low=low, high=high, integer=integer)
+    return links.Spec("text", max_chars=getattr(component, "max_length", None) or 2000)
+
+
+def page_load(demo: gr.Blocks, tabs: gr.Tabs, tab_ids: list[str], notes_box: gr.Markdown) -> None:
+    """On every page open: read the link (if any) into the inputs and open its tab, then run each
+    tab's first computation with what is in the inputs. Takes this app's registrations, so that a
+    second app built in the same process starts afresh."""
+    linked, loads = list(_linked), list(_page_loads)
+    _linked.clear()
+    _page_loads.clear()
+    specs: dict[str, dict[str, links.Spec]] = {}
+    for tab, name, component in linked:
+        specs.setdefault(tab, {})[name] = spec_of(component)
+
+    def read_link(request: gr.Request):
+        params = dict(request.query_params) if request is not None else {}
+        tab, values, notes = links.read(params, tab_ids, specs)
+        updates = [values.get((t, name), gr.skip()) for t, name, _ in linked]
+        return (gr.Tabs(selected=tab) if tab else gr.skip(), "\n\n".join(notice(n) for n in notes), *updates)
+
+    event = wire(demo.load, read_link, None, [tabs, notes_box, *(c for _, _, c in linked)], queue=False)
+    for fn, inputs, outputs, kwargs in loads:
+        event.then(friendly(first_page(fn)), inputs, outputs, api_visibility="private", **kwargs)
 
 
 def api(fn, name: str, description: str, **kwargs):
@@ -131,13 +192,36 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
                        allow_custom_value=True)  # API callers may name any model; load() explains misses
 
 
+# Downloads happen in the browser, from the value already on screen: no request to the server.
+DOWNLOAD_JS = """(value) => {
+  const table = value && value.headers && value.data;
+  const cell = (v) => { const s = String(v ?? ""); return /[",\\n]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s; };
+  const text = table ? [value.headers, ...value.data].map((row) => row.map(cell).join(",")).join("\\n")
+                     : JSON.stringify(value, null, 2);
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], {type: table ? "text/csv" : "application/json"}));
+  link.download = table ? "lm-lab-table.csv" : "lm-lab-result.json";
+  link.click(); URL.revokeObjectURL(link.href); }"""
+
+
 def result_json() -> gr.JSON:
-    """The collapsed box under a result that shows it as the API returns it."""
-    return gr.JSON(label="Result (as the API returns it)", open=False)
+    """The collapsed box under a result that shows it as the API returns it (copy, or download from
+    its toolbar: Gradio moves the button there)."""
+    button = gr.Button("⬇ JSON", size="sm")
+    box = gr.JSON(label="Result (as the API returns it)", open=False, elem_classes=["lab-result-json"],
+                  buttons=["copy", button])
+    button.click(None, box, None, js=DOWNLOAD_JS, api_visibility="private")
+    return box
 
 
 def table(headers: list[str], label: str = "", **kwargs) -> gr.Dataframe:
-    return gr.Dataframe(headers=headers, interactive=False, label=label or None, **kwargs)
+    """A read-only table with copy and full screen (its toolbar), and a CSV download under it (a
+    Dataframe's toolbar takes no custom buttons)."""
+    frame = gr.Dataframe(headers=headers, interactive=False, label=label or None, buttons=["copy", "fullscreen"],
+                         **kwargs)
+    button = gr.Button("⬇ CSV", size="sm", elem_classes=["lab-csv"])
+    button.click(None, frame, None, js=DOWNLOAD_JS, api_visibility="private")
+    return frame
 
 
 def model_badge(loaded: models.LoadedModel) -> str:

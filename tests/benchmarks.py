@@ -171,6 +171,40 @@ def bench_embeddings(rows: list) -> None:
     rows.append(("embeddings, 8 sentences, every layer (s)", "batched AutoModel pass", ours_s, theirs_s, "≤ 1.1×"))
 
 
+def bench_inside(rows: list) -> None:
+    """Inside a prediction on a gpt2-sized model: scoring a sentence and the logit lens against the
+    one bare forward pass each needs; the beam tree against bare generate() with the same beams."""
+    import torch
+
+    from labs import lm, models
+    from labs.next_token import beam_tree, inside
+
+    loaded = models.load(GPT2.name)
+    text = "The river bank was quiet that morning, so she sat down and watched the slow brown water go by."
+    ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
+
+    def bare(**kwargs):
+        with torch.inference_mode():
+            return loaded.model(ids, **kwargs).logits
+
+    ours, theirs = interleaved_medians(lambda: (lm.cache.clear(), inside.score(GPT2.name, text)), bare, repeats=15)
+    rows.append((f"score a sentence, n={ids.shape[1]} (s)", "one forward pass", ours, theirs, "≤ 1.2×"))
+    ours, theirs = interleaved_medians(lambda: (lm.cache.clear(), inside.logit_lens(GPT2.name, text, 5)),
+                                       lambda: bare(output_hidden_states=True), repeats=15)
+    rows.append((f"logit lens, every layer, n={ids.shape[1]} (s)", "forward, hidden states", ours, theirs, "≤ 1.2×"))
+    prompt = loaded.tokenizer("Once upon a time, there was a", return_tensors="pt")
+    for beams, new in ((4, 8), (8, 12)):
+        def generate(beams=beams, new=new):
+            with torch.inference_mode():
+                return loaded.model.generate(**prompt, num_beams=beams, num_return_sequences=beams, do_sample=False,
+                                             max_new_tokens=new, pad_token_id=loaded.tokenizer.eos_token_id)
+
+        ours, theirs = interleaved_medians(
+            lambda: (beam_tree._cached.cache_clear(), beam_tree.beam_tree(GPT2.name, "Once upon a time, there was a",
+                                                                          beams, new)), generate, repeats=7)
+        rows.append((f"beam tree, {beams} beams × {new} tokens (s)", "generate(num_beams)", ours, theirs, "≤ 1.5×"))
+
+
 def bench_finetune(rows: list) -> None:
     """The default run's wall time (real MiniLM, built-in data), with and without the from-scratch
     comparison, and training steps per second against a plain PyTorch loop over the same batches."""
@@ -236,6 +270,7 @@ def main() -> int:
     rows: list = []
     bench_fill_mask(rows)
     bench_next_token(rows)
+    bench_inside(rows)
     bench_attention(rows)
     bench_embeddings(rows)
     bench_finetune(rows)

@@ -46,6 +46,11 @@ BAD_CALLS = [  # (endpoint, arguments with one bad value, what the message names
     ("/tokenize", [["playing"], []], "must be text"),
     ("/bpe", ["low 5", "nan", "lowest"], "merges"),
     ("/bpe", ["low 5", 5, ["lowest"]], "must be text"),
+    ("/score", [12345, "{c}"], "must be text"),
+    ("/score", ["The cat sat.", ["{c}"]], "model must be a name"),
+    ("/logit_lens", ["The cat sat", "{c}", "nan"], "Top-k"),
+    ("/beam_tree", ["The cat", "{c}", "1e999", 4], "beams"),
+    ("/beam_tree", ["The cat", "{c}", 3, None], "New tokens"),
 ]
 
 
@@ -91,6 +96,9 @@ HUGE_CALLS = [
     ("/attention", ["The cat", "{m}", HUGE, 0, 0]),
     ("/tokenize", [HUGE, []]),
     ("/bpe", [HUGE, 5, "lowest"]),
+    ("/score", [HUGE, "{c}"]),
+    ("/logit_lens", [HUGE, "{c}", 5]),
+    ("/beam_tree", [HUGE, "{c}", 8, 12]),
 ]
 
 

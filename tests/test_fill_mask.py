@@ -8,7 +8,7 @@ import pytest
 from conftest import screenshot
 from gradio_client.exceptions import AppError
 
-from labs import models
+from labs import lm, models
 from labs.errors import BadInput
 from labs.fill_mask import compute as fill_mask
 
@@ -28,7 +28,7 @@ def oracle(tiny_models):
 @pytest.mark.parametrize("top_k", [1, 5, 20])
 def test_predictions_equal_the_fill_mask_pipeline(oracle, tiny_models, sentence, top_k):
     result = fill_mask.predict(tiny_models["masked"], sentence, top_k)
-    expected = oracle(fill_mask.with_mask_token(sentence, "[MASK]"), top_k=top_k)
+    expected = oracle(lm.with_mask_token(sentence, "[MASK]"), top_k=top_k)
     if isinstance(expected[0], dict):  # the pipeline returns a flat list for one blank
         expected = [expected]
     assert len(result.masks) == len(expected)

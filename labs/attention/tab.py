@@ -161,10 +161,11 @@ def build(demo: gr.Blocks) -> None:
         with gr.Column(scale=2):
             model = ui.model_dropdown("masked", "encoder", "causal", family_order=True)
             show = gr.Button("Show attention", variant="primary")
-    gr.Examples(EXAMPLES, inputs=[text, text_b], label="Examples")
+    gr.Examples(EXAMPLES, inputs=[text, text_b], label="Examples", elem_id="att-examples")
     notice = gr.Markdown()
     segments = gr.HighlightedText(label="Tokens and segments (A / B; special tokens marked)",
-                                  color_map=SEGMENT_COLOURS, combine_adjacent=False, show_legend=True)
+                                  color_map=SEGMENT_COLOURS, combine_adjacent=False, show_legend=True,
+                                  elem_classes=["lab-secondary"])
     head_view, head_download = bertviz_tab("head", "Hover over a token to see where it attends; double-click a "
                                                    "colour to show one head. Each colour is a head; line thickness "
                                                    "is the weight.")
@@ -190,6 +191,7 @@ def build(demo: gr.Blocks) -> None:
         with gr.Row():
             compare_left, compare_right = gr.Plot(), gr.Plot()
     ui.try_this(*TRY_THIS)
+    ui.link(__name__, text=text, text_b=text_b, model=model, layer=layer, head=head)
 
     inputs = [text, text_b, model, layer, head, average]
     shown = [notice, segments, head_view, model_view, head_download, model_download, layer, head, head_plot,

@@ -182,6 +182,7 @@ def build(demo: gr.Blocks) -> None:
         compare_plot, compare_note = gr.Plot(), gr.Markdown()
     result_json = ui.result_json()
     ui.try_this(*TRY_THIS)
+    ui.link(__name__, sentences=sentences, word=word, model=model, layer=layer)
 
     inputs = [sentences, word, model, layer]
     shown = [note, similarity, senses, word_map, sentence_plot, guess, verdict, layer, result_json]

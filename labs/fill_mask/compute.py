@@ -4,7 +4,6 @@ and what a causal LM predicts from the left context alone. Also BERT's pre-train
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +14,6 @@ from labs.errors import BadInput, check_int, check_text
 MAX_BLANKS = 10
 MAX_TOKENS = 256  # a long paragraph: BERT reads 512, but half the length is a quarter of the attention
 TOP_K_RANGE = (1, 20)
-BLANK_PATTERN = re.compile(r"\[MASK\]|\[BLANK\]|<mask>|_{3,}", re.IGNORECASE)
 EXAMPLE = "The [MASK] sat on the mat."
 EXAMPLES = [
     EXAMPLE,
@@ -68,11 +66,6 @@ def check_top_k(top_k) -> int:
     return check_int(top_k, "Top-k", *TOP_K_RANGE)
 
 
-def with_mask_token(text: str, mask_token: str) -> str:
-    """Every way of writing a blank ([MASK], <mask>, ___) becomes the model's own mask token."""
-    return BLANK_PATTERN.sub(mask_token, text)
-
-
 def masked_lm(model_name) -> models.LoadedModel:
     loaded = models.load(model_name, "masked")
     if loaded.tokenizer.mask_token_id is None:
@@ -84,7 +77,7 @@ def encode(loaded: models.LoadedModel, text: str) -> tuple[list[int], list[int]]
     """Token ids with the blanks mapped to the mask token, and the blanks' positions; refuse what
     the model cannot take."""
     tokenizer = loaded.tokenizer
-    ids = tokenizer(with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
+    ids = tokenizer(lm.with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
     limit = min(MAX_TOKENS, loaded.max_tokens)
     if len(ids) > limit:
         raise BadInput(f"Your text is {len(ids)} tokens long; this model reads at most {limit}. "
@@ -140,7 +133,7 @@ def guess(model_name, text, blank_number, word) -> dict:
 def left_context(text) -> str:
     """The words left of the first blank: all a causal LM would see."""
     text = check_sentence(text)
-    match = BLANK_PATTERN.search(text)
+    match = lm.BLANK_PATTERN.search(text)
     if match is None:
         raise BadInput("There is no blank in your text. Write [MASK] where a word is missing.")
     return text[:match.start()].rstrip()
@@ -242,7 +235,7 @@ def tokens_only(model_name, text) -> list[tuple[str, str | None]]:
     """Offline, with no masked LM: the sentence as uncased WordPiece tokens, blanks marked."""
     loaded, _ = masked_lm_or_vocab(model_name)
     tokenizer = loaded.tokenizer
-    ids = tokenizer(with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
+    ids = tokenizer(lm.with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
     special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
     return token_chips(models.readable_tokens(tokenizer, ids), ids, special, tokenizer.mask_token_id)
 

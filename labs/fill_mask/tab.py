@@ -120,7 +120,7 @@ def build(demo: gr.Blocks) -> None:
             model = ui.model_dropdown("masked", label="Masked LM")
             top_k = gr.Slider(*compute.TOP_K_RANGE, value=5, step=1, label="Top-k guesses per blank")
     predict_btn = gr.Button("Predict the blanks", variant="primary")
-    gr.Examples([[e] for e in EXAMPLES], inputs=[text], label="Examples from the lecture")
+    gr.Examples([[e] for e in EXAMPLES], inputs=[text], label="Examples from the lecture", elem_id="fm-examples")
     filled = gr.Markdown()
     with gr.Row():
         with gr.Column(scale=3):
@@ -149,6 +149,7 @@ def build(demo: gr.Blocks) -> None:
         sim_table = ui.table(SIMULATION_HEADERS, "One draw")
         sim_summary = gr.Markdown()
     ui.try_this(*TRY_THIS)
+    ui.link(__name__, text=text, model=model, top_k=top_k)
 
     predicted = [filled, chart, table, tokens, result_json]
     ui.wire([predict_btn.click, text.submit], on_left, [text, causal, top_k], left_chart)

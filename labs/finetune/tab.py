@@ -182,7 +182,7 @@ def settings_section(train_size: int) -> SimpleNamespace:
             n = gr.Slider(1, 64, value=4, step=1, label="N (layers to freeze) or r (LoRA rank)")
             targets = gr.Dropdown(list(LORA_TARGETS), value="query, value", label="LoRA target modules")
         params = gr.Markdown()
-    with gr.Accordion("3. Hyper-parameters", open=True):
+    with gr.Accordion("3. Hyper-parameters", open=True, elem_classes=["lab-secondary"]):
         with gr.Row():
             lr = gr.Number(DEFAULTS["learning_rate"], label="Learning rate", minimum=0)
             preset = gr.Radio(list(LEARNING_RATE_PRESETS), label="Lecture presets", value=None)
@@ -234,7 +234,9 @@ def build(demo: gr.Blocks) -> None:
         gr.Markdown(ui.notice(NO_ENCODER))
     builtin = builtin_data()
     chosen = gr.State(None)  # None = the built-in set; otherwise this student's Dataset
-    with gr.Accordion("1. Data", open=True):
+    # In presenter view the data and hyper-parameter panels are hidden (a link sets them): the run and
+    # its curves come onto the first screen.
+    with gr.Accordion("1. Data", open=True, elem_classes=["lab-secondary"]):
         with gr.Row():
             sources = [BUILTIN, UPLOAD] + (list(HUB_DATASETS) if models.hub_online() else [])
             source = gr.Radio(sources, value=BUILTIN, label="Data", scale=2)
@@ -242,14 +244,16 @@ def build(demo: gr.Blocks) -> None:
                                    "≤ 5,000 rows, ≤ 5 MB)", file_types=[".csv"], type="binary", visible=False, scale=2,
                              elem_id="ft-upload")
         data_note = gr.Markdown()
-        preview = ui.table(PREVIEW_HEADERS, "A few rows", wrap=True)
+        preview = ui.table(PREVIEW_HEADERS, "A few rows", wrap=True, elem_classes=["lab-secondary"])
     s = settings_section(len(builtin.train))
     with gr.Row():
-        run_btn = gr.Button("Fine-tune", variant="primary", scale=3)
+        run_btn = gr.Button("Fine-tune", variant="primary", scale=3, elem_id="ft-run")
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
     out = results_section()
     extras = extras_section()
     ui.try_this(*TRY_THIS)
+    ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
+            scratch=s.scratch)
 
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)

@@ -191,6 +191,7 @@ def build(demo: gr.Blocks) -> None:
                        ("Source (encoder input)", "Target (decoder input)"),
                        ("The cat sat on the mat", "Le chat était assis"), "Show encoder–decoder masks", 3)
     ui.try_this(*TRY_THIS)
+    ui.link(__name__, text=text, encoder=encoder, causal=causal)
 
     shown = [notice, bidir_plot, causal_plot, picked, table, counts, count.n, *count.arithmetic, result_json]
     ui.wire(show.click, on_show, [text, encoder, causal], shown)

@@ -129,7 +129,7 @@ def every_tokenizer_section() -> SimpleNamespace:
     with gr.Row():
         text = gr.Textbox(compute.EXAMPLES[0], label="Your text", scale=4, max_lines=4, max_length=compute.MAX_CHARS)
         split_btn = gr.Button("Split it", variant="primary", scale=1)
-    gr.Examples([[e] for e in compute.EXAMPLES], inputs=[text], label="Examples that make a point")
+    gr.Examples([[e] for e in compute.EXAMPLES], inputs=[text], label="Examples that make a point", elem_id="tok-examples")
     rows = gr.HTML(elem_classes=["lab-token-rows"])
     result_json = ui.result_json()
     return SimpleNamespace(text=text, split=split_btn, rows=rows, json=result_json)
@@ -184,6 +184,7 @@ def build(demo: gr.Blocks) -> None:
     steps = bpe_section()
     trained = train_section()
     ui.try_this(*TRY_THIS)
+    ui.link(__name__, text=every.text)
 
     ui.wire([every.split.click, every.text.submit], on_tokenize, every.text, [every.rows, every.json])
     ui.on_load(demo, on_tokenize, every.text, [every.rows, every.json])
