@@ -195,7 +195,8 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
 # Downloads happen in the browser, from the value already on screen: no request to the server.
 DOWNLOAD_JS = """(value) => {
   const table = value && value.headers && value.data;
-  const cell = (v) => { const s = String(v ?? ""); return /[",\\n]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s; };
+  const cell = (v) => { const s = String(v ?? "");
+    return /[",\\n]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s; };
   const text = table ? [value.headers, ...value.data].map((row) => row.map(cell).join(",")).join("\\n")
                      : JSON.stringify(value, null, 2);
   const link = document.createElement("a");

@@ -171,7 +171,8 @@ def test_inside_apis(client, tiny_models):
     out = client.predict("The cat sat on the mat.", causal, api_name="/score")
     assert out["logprobs"][0] is None and out["perplexity"] == pytest.approx(np.exp(out["mean_loss"]))
     lens = client.predict("The capital of France is", causal, 4, api_name="/logit_lens")
-    assert len(lens["layers"]) == 3 and len(lens["layers"][0]["top"]) == 4 and lens["layers"][-1]["final_token_rank"] == 1
+    assert len(lens["layers"]) == 3 and len(lens["layers"][0]["top"]) == 4
+    assert lens["layers"][-1]["final_token_rank"] == 1
     tree = client.predict("Once upon a time", causal, 3, 4, api_name="/beam_tree")
     assert len(tree["beams"]) == 3 and {n["status"] for n in tree["nodes"]} <= {"kept", "pruned", "finished"}
     with pytest.raises(AppError, match="beams"):

@@ -182,13 +182,21 @@ def on_answer(table, t, word, answer):
 SCORE_EXPLAINER = """**The chain rule: P(sentence) = P(w1) · P(w2 | w1) · P(w3 | w1 w2) · …** The model scores every
 token of a sentence in one forward pass, each from the tokens before it: this is exactly the pass training
 uses (teacher forcing). Perplexity = exp(mean loss): how many tokens the model was, on average, choosing
-between. Guess first: which sentence is more likely, and by how much?"""
+between. Guess first: which sentence is more likely, and by how much?
+
+*Try this:* "The cat sat on the mat." against "The cat sat on the hat.": which token makes the
+difference?"""
 LENS_EXPLAINER = """**The logit lens: stop the model after any layer and ask what it would predict.** Each layer's
 hidden state goes through the model's own final norm and output head. Watch the answer appear, and where.
-A causal LM is read at the end of the prompt; a masked LM at the first [MASK]."""
+A causal LM is read at the end of the prompt; a masked LM at the first [MASK].
+
+*Try this:* "The capital of France is", then "The capital of Germany is": does the answer appear at
+the same layer?"""
 TREE_EXPLAINER = """**Beam search keeps the B best partial texts at every step.** Blue: kept beams; grey: candidates
 it weighed and pruned; green stars: finished; orange: the path greedy decoding takes. The scores at the end
-are those `generate()` reports (log-probability / length)."""
+are those `generate()` reports (log-probability / length).
+
+*Try this:* 2 beams, then 8: does the best beam change? Does it ever leave the greedy path?"""
 HOW_MUCH = ["about the same (under 10×)", "10× to 1,000×", "more than 1,000×"]
 
 
@@ -198,8 +206,9 @@ def how_much(ratio: float) -> str:
 
 def on_score(model_name, text_a, text_b, guess, guess_size):
     a, b = inside.score(model_name, text_a), inside.score(model_name, text_b)
-    rows = "\n".join(f"| {name} | {len(s.tokens)} | {s.total_logprob:.2f} | {inside_plots.exp_readable(s.total_logprob)} "
-                     f"| {s.mean_loss:.3f} | **{s.perplexity:,.1f}** |" for name, s in (("A", a), ("B", b)))
+    rows = "\n".join(f"| {name} | {len(s.tokens)} | {s.total_logprob:.2f} | "
+                     f"{inside_plots.exp_readable(s.total_logprob)} | {s.mean_loss:.3f} | **{s.perplexity:,.1f}** |"
+                     for name, s in (("A", a), ("B", b)))
     likelier, log_ratio = ("A", a.total_logprob - b.total_logprob) if a.total_logprob >= b.total_logprob else \
         ("B", b.total_logprob - a.total_logprob)
     size = how_much(math.exp(min(log_ratio, 700)))
@@ -207,7 +216,8 @@ def on_score(model_name, text_a, text_b, guess, guess_size):
     guessed = f"❌ You guessed {ui.md(guess)}, {ui.md(guess_size or '?')}. "
     verdict = "" if not guess else "✅ Right. " if right else guessed
     summary = ("| sentence | tokens | log P(sentence) | P(sentence) | mean loss | perplexity |\n"
-               f"|---|---|---|---|---|---|\n{rows}\n\n{verdict}**{likelier}** is {inside_plots.exp_readable(log_ratio)} times more "
+               f"|---|---|---|---|---|---|\n{rows}\n\n{verdict}**{likelier}** is "
+               f"{inside_plots.exp_readable(log_ratio)} times more "
                f"likely ({size}). Both were scored in one forward pass each: every position at once, as in "
                "training.")
     return summary, inside_plots.surprise_figure([("A", a), ("B", b)]), {"a": a.to_json(), "b": b.to_json()}
