@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -270,3 +271,26 @@ def test_compare_encoder_and_causal_in_the_browser(page):
     notes = page.get_by_text("Attention above the diagonal").all_inner_texts()
     causal_note = next(n for n in notes if n.startswith("Causal LM"))
     assert "last layer: 0.000" in causal_note  # a causal LM never looks at the future
+
+
+def test_students_downloading_the_same_new_view_at_once_all_get_the_whole_file(tiny_models):
+    """Two page loads of the same new text wrote one shared partial file: the second rename failed."""
+    import threading
+
+    r = attention.run(tiny_models["masked"], "A text nobody has downloaded before, for eight students.")
+    results, errors = [], []
+
+    def download():
+        try:
+            results.append(views.standalone_files(r))
+        except Exception as exc:  # noqa: BLE001 - the test reports any failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=download) for _ in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert errors == [] and len({tuple(sorted(p.items())) for p in results}) == 1
+    for path in results[0].values():
+        text = open(path, encoding="utf-8").read()
+        assert text.rstrip().endswith("</html>")
+    assert not list(Path(results[0]["head"]).parent.glob("*.partial"))

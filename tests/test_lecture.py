@@ -5,6 +5,7 @@ the first screen at 1280×720."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -166,3 +167,14 @@ def test_the_header_toggle_switches_presenter_view_and_keeps_it_in_the_url(page)
     page.get_by_role("button", name="Presenter view").click()
     page.wait_for_function("() => !document.body.classList.contains('lab-present')")
     assert "present" not in page.url
+
+
+def test_a_fine_tune_link_sets_the_strategy_and_settings_without_starting_a_run(page, app_server, tiny_models):
+    open_link(page, app_server, tab="finetune", model=tiny_models["masked"], strategy="lora", n="8",
+              learning_rate="0.001", epochs="2")
+    page.get_by_text("lora_r8").wait_for(timeout=60000)  # "Trainable: … with lora_r8 on tiny-bert-mlm"
+    assert page.locator("button[role=tab][data-tab-id='finetune']").get_attribute("aria-selected") == "true"
+    assert page.get_by_label("Learning rate").input_value() == "0.001"
+    line = page.locator("p:visible", has_text="Trainable:").first.inner_text()
+    assert line.endswith(f"with lora_r8 on {tiny_models['masked']}."), line
+    assert page.get_by_text("Stopped.").count() == 0 and page.get_by_text(re.compile(r"step \d+ of")).count() == 0

@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -153,8 +155,10 @@ def standalone_files(r: AttentionRun) -> dict[str, str]:
         path = _DOWNLOADS / digest / f"bertviz-{view}-view.html"
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
-            partial = path.with_suffix(".partial")
+            # One partial file per writer: two students asking for the same new text at once each
+            # write their own, and the atomic replace leaves one whole file (never half of one).
+            partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.partial")
             partial.write_text(view_document(r, view, scripts="inline"), encoding="utf-8")
-            partial.replace(path)  # a concurrent reader never sees half a file
+            partial.replace(path)
         paths[view] = str(path)
     return paths
