@@ -101,27 +101,27 @@ class Batcher:
         if hit is not None:
             return hit
         with self._lock:
-            future = self._in_flight.get(key)
-            if future is None:
-                hit = self.cache.get(key)  # finished while we waited for the lock
-                if hit is not None:
-                    return hit
-                future = self._enqueue(key, item, cost)
-                self._in_flight[key] = future
-        return future.result()
+            found = self._claim(key, item, cost)
+        return found.result() if isinstance(found, Future) else found
 
     def submit_many(self, requests: list[tuple]) -> list:
         """The results for several (key, item, cost) at once: queued together, so that they run in
         one batch (a lab that needs many rows for one student, e.g. several sentences)."""
-        futures = []
         with self._lock:
-            for key, item, cost in requests:
-                hit = self.cache.get(key)
-                future = self._in_flight.get(key)
-                if hit is None and future is None:
-                    future = self._in_flight[key] = self._enqueue(key, item, cost)
-                futures.append(hit if hit is not None else future)
-        return [f.result() if isinstance(f, Future) else f for f in futures]
+            found = [self._claim(key, item, cost) for key, item, cost in requests]
+        return [f.result() if isinstance(f, Future) else f for f in found]
+
+    def _claim(self, key, item, cost: int):
+        """Under the lock: an identical request's future, the cached result (it may have finished
+        while we waited for the lock), or a new request's future."""
+        future = self._in_flight.get(key)
+        if future is not None:
+            return future
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        future = self._in_flight[key] = self._enqueue(key, item, cost)
+        return future
 
     def start(self, item, cost: int = 1) -> Future:
         """Queue `item` without waiting for it, neither cached nor shared (e.g. a generation whose

@@ -20,6 +20,7 @@ from functools import partial
 import numpy as np
 
 from labs.batching import Batcher, ResultCache
+from labs.errors import BadInput
 from labs.models import LoadedModel
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
@@ -55,6 +56,10 @@ def _batcher(loaded: LoadedModel, kind: str) -> Batcher:
 
 def _submit(loaded: LoadedModel, kind: str, item, cost: int):
     return _batcher(loaded, kind).submit((loaded.name, kind, item), item, cost)
+
+
+def _submit_many(loaded: LoadedModel, kind: str, items: list, costs: list[int]) -> list:
+    return _batcher(loaded, kind).submit_many([((loaded.name, kind, i), i, c) for i, c in zip(items, costs)])
 
 
 def _padded(loaded: LoadedModel, rows: list) -> tuple:
@@ -170,8 +175,7 @@ def _run_attn(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
 def hidden_states(loaded: LoadedModel, rows: list[list[int]]) -> list[np.ndarray]:
     """Every layer's output for each row of ids, [layers + 1, n, hidden] float32 (index 0: the
     embeddings). The rows are queued together, so one student's sentences share one forward pass."""
-    batcher = _batcher(loaded, "hidden")
-    return batcher.submit_many([((loaded.name, "hidden", tuple(r)), tuple(r), len(r)) for r in rows])
+    return _submit_many(loaded, "hidden", [tuple(r) for r in rows], [len(r) for r in rows])
 
 
 def _run_hidden(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
@@ -219,6 +223,14 @@ BLANK_PATTERN = re.compile(r"\[MASK\]|\[BLANK\]|<mask>|_{3,}", re.IGNORECASE)
 
 def with_mask_token(text: str, mask_token: str) -> str:
     return BLANK_PATTERN.sub(mask_token, text)
+
+
+def check_length(ids: list[int], limit: int, what: str = "Your text") -> list[int]:
+    """ids, or BadInput when there are more than `limit` (what the model, or the lab, reads)."""
+    if len(ids) > limit:
+        raise BadInput(f"{what} is {len(ids):,} tokens long; at most {limit:,} are read here. "
+                       f"Remove about {len(ids) - limit:,} tokens.")
+    return ids
 
 
 def causal_ids(loaded: LoadedModel, text: str, max_tokens: int) -> tuple[list[int], str]:

@@ -86,10 +86,7 @@ def tokenize_with_word(loaded: models.LoadedModel, sentence: str, word: str, num
     """The sentence's ids and the positions of the pieces that make up the word's first occurrence."""
     start, end = word_span(sentence, word, number)
     encoded = loaded.tokenizer(sentence, return_offsets_mapping=True)
-    ids = encoded["input_ids"]
-    limit = min(MAX_TOKENS, loaded.max_tokens)
-    if len(ids) > limit:
-        raise BadInput(f"Sentence {number} is {len(ids)} tokens long; this lab reads at most {limit}. Shorten it.")
+    ids = lm.check_length(encoded["input_ids"], min(MAX_TOKENS, loaded.max_tokens), f"Sentence {number}")
     positions = [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if b > a and a < end and b > start]
     return ids, positions
 
@@ -168,9 +165,8 @@ def rounded(array: np.ndarray) -> list:
     return np.round(array, 6).tolist()
 
 
-def embeddings_json(sentences: str, word: str = "", model: str = "", layer: int = -1) -> dict:
-    """The `embeddings` API: the word's vectors compared across sentences, at every layer."""
-    r = run(model, sentences, word)
+def to_json(r: EmbeddingsRun, layer: int) -> dict:
+    """A run as the `embeddings` API returns it, with the map at `layer` (checked; -1 = the last)."""
     layer = check_layer(layer, r.num_layers)
     return {"model": r.model, "source": r.source, "word": r.word, "num_layers": r.num_layers, "layer": layer,
             "sentences": [{"text": s.text, "label": s.label, "tokens": s.tokens, "positions": s.positions}
@@ -179,3 +175,8 @@ def embeddings_json(sentences: str, word: str = "", model: str = "", layer: int 
             "similarity_by_layer": rounded(cosine_matrix(r.by_layer)),
             "projection": rounded(projection(r.by_layer[layer])),
             "sentence_similarity": rounded(cosine_matrix(r.pooled))}
+
+
+def embeddings_json(sentences: str, word: str = "", model: str = "", layer: int = -1) -> dict:
+    """The `embeddings` API: the word's vectors compared across sentences, at every layer."""
+    return to_json(run(model, sentences, word), layer)

@@ -48,12 +48,11 @@ def layer_names(r: compute.EmbeddingsRun) -> list[str]:
 
 def senses_figure(r: compute.EmbeddingsRun):
     labels = [s.label for s in r.sentences]
-    curves = [compute.sense_means(m, labels) for m in
-              [compute.cosine_matrix(r.static)] + list(compute.cosine_matrix(r.by_layer))]
+    matrices = [compute.cosine_matrix(r.static)] + list(compute.cosine_matrix(r.by_layer))
+    curves = [compute.sense_means(m, labels) for m in matrices]
     fig = go.Figure()
     if not any(a is not None and b is not None for a, b in curves):
-        mean = [float(m[np.triu_indices(len(labels), 1)].mean()) for m in
-                [compute.cosine_matrix(r.static)] + list(compute.cosine_matrix(r.by_layer))]
+        mean = [float(m[np.triu_indices(len(labels), 1)].mean()) for m in matrices]
         fig.add_trace(go.Scatter(x=layer_names(r), y=mean, name="all pairs", line=dict(color=plots.BLUE, width=4)))
     else:
         for i, (name, colour) in enumerate((("same sense", plots.GREEN), ("different senses", plots.RED))):
@@ -119,7 +118,7 @@ def on_show(sentences, word, model, layer):
     layer = shown_layer(layer, r)
     return (pieces_note(r), similarity_figure(r, layer), senses_figure(r), map_figure(r, layer), sentence_figure(r),
             gr.update(choices=pair_choices(len(r.sentences)), value=None), "",
-            gr.update(maximum=r.num_layers, value=layer), compute.embeddings_json(sentences, word, model, -1))
+            gr.update(maximum=r.num_layers, value=layer), compute.to_json(r, -1))
 
 
 def on_layer(sentences, word, model, layer):

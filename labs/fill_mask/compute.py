@@ -78,10 +78,7 @@ def encode(loaded: models.LoadedModel, text: str) -> tuple[list[int], list[int]]
     the model cannot take."""
     tokenizer = loaded.tokenizer
     ids = tokenizer(lm.with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
-    limit = min(MAX_TOKENS, loaded.max_tokens)
-    if len(ids) > limit:
-        raise BadInput(f"Your text is {len(ids)} tokens long; this model reads at most {limit}. "
-                       f"Remove about {len(ids) - limit} tokens.")
+    lm.check_length(ids, min(MAX_TOKENS, loaded.max_tokens))
     blanks = [i for i, t in enumerate(ids) if t == tokenizer.mask_token_id]
     if not blanks:
         raise BadInput("There is no blank in your text. Write [MASK] (or ___) where a word is missing, "

@@ -45,12 +45,7 @@ class Score:
 
 
 def checked_ids(loaded: models.LoadedModel, text: str) -> list[int]:
-    ids = loaded.tokenizer(text)["input_ids"]
-    limit = min(MAX_TOKENS, loaded.max_tokens)
-    if len(ids) > limit:
-        raise BadInput(f"Your text is {len(ids)} tokens long; this model reads at most {limit} here. "
-                       f"Remove about {len(ids) - limit} tokens.")
-    return ids
+    return lm.check_length(loaded.tokenizer(text)["input_ids"], min(MAX_TOKENS, loaded.max_tokens))
 
 
 def score(model_name, text) -> Score:
@@ -158,7 +153,9 @@ def logit_lens(model_name, text, top_k=5) -> Lens:
     final_id = int(np.argmax(probs[-1]))
     layers = []
     for layer, row in enumerate(probs):
-        top = [(i, models.readable_tokens(loaded.tokenizer, [i])[0], p) for i, p in lm.top_k(row, top_k)]
+        best = lm.top_k(row, top_k)
+        top = list(zip([i for i, _ in best], models.readable_tokens(loaded.tokenizer, [i for i, _ in best]),
+                       [p for _, p in best]))
         rank = int((row > row[final_id]).sum()) + 1
         layers.append(LensLayer(layer, top, float(row[final_id]), rank))
     return Lens(loaded.name, loaded.source, models.readable_tokens(loaded.tokenizer, ids), position, layers)

@@ -200,8 +200,10 @@ are those `generate()` reports (log-probability / length).
 HOW_MUCH = ["about the same (under 10×)", "10× to 1,000×", "more than 1,000×"]
 
 
-def how_much(ratio: float) -> str:
-    return HOW_MUCH[0] if ratio < 10 else HOW_MUCH[1] if ratio <= 1000 else HOW_MUCH[2]
+def how_much(log_ratio: float) -> str:
+    """The guess's bucket for a likelihood ratio given as its natural log (a ratio can overflow)."""
+    digits = log_ratio / math.log(10)
+    return HOW_MUCH[0] if digits < 1 else HOW_MUCH[1] if digits <= 3 else HOW_MUCH[2]
 
 
 def on_score(model_name, text_a, text_b, guess, guess_size):
@@ -211,7 +213,7 @@ def on_score(model_name, text_a, text_b, guess, guess_size):
                      for name, s in (("A", a), ("B", b)))
     likelier, log_ratio = ("A", a.total_logprob - b.total_logprob) if a.total_logprob >= b.total_logprob else \
         ("B", b.total_logprob - a.total_logprob)
-    size = how_much(math.exp(min(log_ratio, 700)))
+    size = how_much(log_ratio)
     right = guess == likelier and guess_size == size
     guessed = f"❌ You guessed {ui.md(guess)}, {ui.md(guess_size or '?')}. "
     verdict = "" if not guess else "✅ Right. " if right else guessed

@@ -171,10 +171,14 @@ def check_word(word) -> str:
     return word
 
 
+def check_merges(merges) -> int:
+    return check_int(merges, "The number of merges", 0, MAX_MERGES)
+
+
 def bpe_json(corpus: str, merges: int = 10, word: str = "lowest") -> dict:
     """The `bpe` API: the merges learned on `word count` lines, the vocabulary, and a word's split."""
     counts = parse_corpus(corpus)
-    merges = check_int(merges, "The number of merges", 0, MAX_MERGES)
+    merges = check_merges(merges)
     word = check_word(word)
     state = learn(counts, merges)
     return {"merges": [{"step": m.step, "pair": list(m.pair), "count": m.count, "token": m.token}

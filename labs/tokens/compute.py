@@ -6,6 +6,7 @@ model: `tokenizer(text)["input_ids"]`, special tokens included."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from labs import models
 from labs.errors import BadInput, check_text, message_for
@@ -33,7 +34,6 @@ class TokenizerRow:
     error: str | None = None
     shown: list[str] | None = None  # what each piece stands for, as the UI draws it
 
-
     def to_json(self) -> dict:
         if self.error:
             return {"model": self.model, "error": self.error}
@@ -56,6 +56,7 @@ def algorithm_name(tokenizer) -> str:
     return kind
 
 
+@lru_cache(maxsize=1)
 def _byte_decoder() -> dict[str, int]:
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -68,10 +69,9 @@ def shown_pieces(tokenizer, ids: list[int], tokens: list[str], byte_level: bool)
     character (an emoji is 4 bytes, often split) is shown as its bytes, e.g. ⟨F0 9F⟩."""
     if not byte_level:
         return tokens
-    decoder, shown = _byte_decoder(), []
-    for token_id, token in zip(ids, tokens):
-        raw = tokenizer.convert_ids_to_tokens(token_id)
-        if raw in tokenizer.all_special_tokens or any(c not in decoder for c in raw):
+    decoder, specials, shown = _byte_decoder(), set(tokenizer.all_special_tokens), []
+    for raw, token in zip(tokenizer.convert_ids_to_tokens(list(ids)), tokens):
+        if raw in specials or any(c not in decoder for c in raw):
             shown.append(token)
             continue
         data = bytes(decoder[c] for c in raw)
@@ -87,10 +87,10 @@ def split_with(model_name: str, text: str) -> TokenizerRow:
     ids = tokenizer(text)["input_ids"]
     special_ids = set(tokenizer.all_special_ids)
     special = [i in special_ids for i in ids]
-    words = max(1, len(ids) - sum(special))
+    pieces = max(1, len(ids) - sum(special))
     algorithm, tokens = algorithm_name(tokenizer), models.readable_tokens(tokenizer, ids)
     return TokenizerRow(models.get_choice(model_name).name, algorithm, len(tokenizer), tokens, list(ids), special,
-                        len(text) / words, shown=shown_pieces(tokenizer, ids, tokens, algorithm.startswith("byte")))
+                        len(text) / pieces, shown=shown_pieces(tokenizer, ids, tokens, algorithm.startswith("byte")))
 
 
 def check_models(names) -> list[str]:
@@ -116,6 +116,10 @@ def tokenize(text, model_names=None) -> list[TokenizerRow]:
     return rows
 
 
+def as_json(rows: list[TokenizerRow]) -> dict:
+    return {"tokenizers": [row.to_json() for row in rows]}
+
+
 def tokenize_json(text: str, models: list | None = None) -> dict:
     """The `tokenize` API: the text split by each tokenizer (empty `models`: every model offered)."""
-    return {"tokenizers": [row.to_json() for row in tokenize(text, models)]}
+    return as_json(tokenize(text, models))

@@ -8,7 +8,6 @@ import gradio as gr
 import pandas as pd
 
 from labs import ui
-from labs.errors import check_int
 from labs.tokens import bpe, compute, train
 
 TITLE = "Tokens"
@@ -46,7 +45,7 @@ def row_html(row: compute.TokenizerRow) -> str:
 
 def on_tokenize(text):
     rows = compute.tokenize(text)
-    return "".join(row_html(r) for r in rows), {"tokenizers": [r.to_json() for r in rows]}
+    return "".join(row_html(r) for r in rows), compute.as_json(rows)
 
 
 def shown_pair(pair) -> str:
@@ -56,7 +55,7 @@ def shown_pair(pair) -> str:
 def bpe_view(corpus, merges, word):
     """The corpus after `merges` merges: the words' symbols, the pair counts, the merges so far, the
     vocabulary, the word's split, and WordPiece's choice beside BPE's next one."""
-    counts, merges, word = bpe.parse_corpus(corpus), check_int(merges, "Merges", 0, bpe.MAX_MERGES), bpe.check_word(word)
+    counts, merges, word = bpe.parse_corpus(corpus), bpe.check_merges(merges), bpe.check_word(word)
     state = bpe.learn(counts, merges)
     words = pd.DataFrame([[w, c, " ".join(s)] for (s, c), w in zip(state.words, counts)], columns=CORPUS_HEADERS)
     scores = sorted(bpe.wordpiece_scores(state), key=lambda s: -s.count)
@@ -90,7 +89,7 @@ def guessed_pieces(text: str) -> list[str]:
 
 def on_check(corpus, merges, word, pair_guess, split_guess):
     """Compare the student's guesses (the next merge; the word's split after it) with BPE's."""
-    state = bpe.learn(bpe.parse_corpus(corpus), check_int(merges, "Merges", 0, bpe.MAX_MERGES))
+    state = bpe.learn(bpe.parse_corpus(corpus), bpe.check_merges(merges))
     upcoming = bpe.next_merge(state)
     if upcoming is None:
         return "Nothing is left to merge: every word is one symbol."
@@ -112,7 +111,7 @@ def on_check(corpus, merges, word, pair_guess, split_guess):
 
 
 def next_merges(merges):
-    return min(check_int(merges, "Merges", 0, bpe.MAX_MERGES) + 1, bpe.MAX_MERGES)
+    return min(bpe.check_merges(merges) + 1, bpe.MAX_MERGES)
 
 
 def on_train(text, vocab_size, words):
