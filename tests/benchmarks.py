@@ -7,8 +7,10 @@ weights, because latency does not depend on the weight values and the Hub is unr
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -19,6 +21,7 @@ from tests import fullsize
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 WORK = Path(tempfile.mkdtemp(prefix="lmlab-bench-"))
+atexit.register(shutil.rmtree, WORK, True)  # the full-size models in it take 0.8 GB a run
 BERT, GPT2 = WORK / "bert-base-size", WORK / "gpt2-size"
 os.environ["LAB_EXTRA_MODELS"] = f"{BERT},{GPT2}"
 

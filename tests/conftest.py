@@ -6,7 +6,9 @@ tests always run offline (the Hub is unreachable on the course machines anyway).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = Path(tempfile.mkdtemp(prefix="lmlab-tests-"))
+atexit.register(shutil.rmtree, WORK, True)  # tiny models, Gradio's files
 TINY_BERT = WORK / "tiny-bert-mlm"
 TINY_GPT2 = WORK / "tiny-gpt2"
 SCREENSHOTS = Path(os.environ.get("LAB_SCREENSHOTS", ROOT / "tests" / "screenshots"))

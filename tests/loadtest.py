@@ -14,7 +14,9 @@ Not a unit test: these machines are noisy, so it prints figures instead of asser
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -31,6 +33,7 @@ from tests import fullsize
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = Path(tempfile.mkdtemp(prefix="lmlab-load-"))
+atexit.register(shutil.rmtree, WORK, True)  # the full-size models in it take 0.8 GB a run
 SMOLLM2 = "SmolLM2-135M-Instruct (offline)"
 MINILM = "all-MiniLM-L6-v2 (offline)"
 
@@ -96,7 +99,8 @@ def start(command: list[str], cwd: Path, env: dict, name: str) -> tuple[subproce
                 break
             time.sleep(0.5)
     proc.kill()
-    raise SystemExit(f"{name} did not start; see {WORK / (name + '.log')}")
+    tail = (WORK / f"{name}.log").read_text(errors="replace")[-3000:]
+    raise SystemExit(f"{name} did not start; the end of its log:\n{tail}")
 
 
 def clients(url: str, n: int) -> list:
