@@ -49,7 +49,9 @@ def status_markdown() -> str:
 
 def build_app() -> gr.Blocks:
     fast_sessions.install()
-    with gr.Blocks(title="LM Lab", analytics_enabled=False) as demo:
+    # Every hour, Gradio's copies of files it served (Attention's downloads, uploaded CSVs) older than a
+    # day are deleted: a course's worth of them would otherwise fill the disk.
+    with gr.Blocks(title="LM Lab", analytics_enabled=False, delete_cache=(3600, 86400)) as demo:
         with gr.Row(elem_id="lab-header"):
             gr.Markdown(HEADER)
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")

@@ -294,3 +294,21 @@ def test_students_downloading_the_same_new_view_at_once_all_get_the_whole_file(t
         text = open(path, encoding="utf-8").read()
         assert text.rstrip().endswith("</html>")
     assert not list(Path(results[0]["head"]).parent.glob("*.partial"))
+
+
+def test_downloads_on_disk_are_bounded_and_a_removed_one_comes_back(tiny_models, monkeypatch, tmp_path):
+    """A course's worth of texts must not fill the disk: only the newest runs' files stay."""
+    import os
+
+    monkeypatch.setattr(views, "_DOWNLOADS", tmp_path)
+    monkeypatch.setattr(views, "KEPT_DOWNLOADS", 3)
+    runs = [attention.run(tiny_models["masked"], f"Sentence number {i} about a river bank.") for i in range(5)]
+    paths = []
+    for i, r in enumerate(runs):
+        paths.append(views.standalone_files(r))
+        os.utime(Path(paths[-1]["head"]).parent, (1000 + i, 1000 + i))  # written in this order
+    assert len(list(tmp_path.iterdir())) == 3
+    assert [Path(p["head"]).exists() for p in paths] == [False, False, True, True, True]
+    again = views.standalone_files(runs[0])  # asked for once more: written again, whole
+    assert again == paths[0] and open(again["model"], encoding="utf-8").read().rstrip().endswith("</html>")
+    assert not Path(paths[2]["head"]).exists() and len(list(tmp_path.iterdir())) == 3

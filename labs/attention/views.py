@@ -4,10 +4,12 @@ types can leave the data's <script> element or run."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import html
 import json
 import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -144,6 +146,21 @@ def views(r: AttentionRun) -> dict[str, str]:
 
 
 _DOWNLOADS = Path(tempfile.mkdtemp(prefix="lmlab-bertviz-"))
+atexit.register(shutil.rmtree, _DOWNLOADS, True)
+KEPT_DOWNLOADS = 256  # texts whose two files (about 1 MB each) stay on disk; the oldest go first
+
+
+def _keep_newest(folder: Path, keep: int) -> None:
+    """Remove all but the `keep` most recently written runs, so a course's worth of texts cannot fill
+    the disk (a removed run is written again if asked for)."""
+    def written(run: Path) -> float:
+        try:
+            return run.stat().st_mtime
+        except OSError:  # removed meanwhile by another student's request
+            return 0.0
+
+    for old in sorted(folder.iterdir(), key=written)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def standalone_files(r: AttentionRun) -> dict[str, str]:
@@ -151,6 +168,8 @@ def standalone_files(r: AttentionRun) -> dict[str, str]:
     Named by a hash of the run: the same text is written once."""
     digest = hashlib.sha256(repr((r.model, r.tokens, r.segments)).encode()).hexdigest()[:16]
     paths = {}
+    if not (_DOWNLOADS / digest).exists():
+        _keep_newest(_DOWNLOADS, KEPT_DOWNLOADS - 1)
     for view in VIEWS:
         path = _DOWNLOADS / digest / f"bertviz-{view}-view.html"
         if not path.exists():
