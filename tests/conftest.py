@@ -99,7 +99,9 @@ def free_port() -> int:
 def app_server(tiny_models):
     """`python app.py` as a user starts it, on a free port; yields its URL and start-up seconds."""
     port = free_port()
-    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port))
+    # The app is stopped with SIGTERM, so its exit handlers do not run: its temporary files go here.
+    (WORK / "app-tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), TMPDIR=str(WORK / "app-tmp"))
     log = open(WORK / "app.log", "w")
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -83,8 +83,10 @@ def free_port() -> int:
 
 def start(command: list[str], cwd: Path, env: dict, name: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
+    (WORK / f"tmp-{name}").mkdir(exist_ok=True)  # stopped with SIGTERM, the app leaves its temporary files here
     env = dict(os.environ, **env, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
-               GRADIO_TEMP_DIR=str(WORK / f"gradio-{name}"), GRADIO_ANALYTICS_ENABLED="False")
+               GRADIO_TEMP_DIR=str(WORK / f"gradio-{name}"), GRADIO_ANALYTICS_ENABLED="False",
+               TMPDIR=str(WORK / f"tmp-{name}"))
     log = open(WORK / f"{name}.log", "w")
     proc = subprocess.Popen(command + ([str(port)] if name == "peer" else []), cwd=cwd, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
