@@ -43,7 +43,8 @@ def test_a_bad_value_is_left_out_with_a_note(param, value, note):
 
 
 def test_an_unknown_tab_opens_the_first_tab_with_a_note():
-    assert links.read({"tab": "nope"}, ["next_token"], SPECS)[:2] == (None, {})
+    tab, values, notes = links.read({"tab": "nope"}, ["next_token"], SPECS)
+    assert (tab, values) == (None, {}) and len(notes) == 1 and "does not have" in notes[0]
     assert links.read({}, ["next_token"], SPECS) == (None, {}, [])
 
 

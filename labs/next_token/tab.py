@@ -243,7 +243,7 @@ def on_tree(model_name, prompt, num_beams, max_new):
     return inside_plots.tree_figure(tree), rows, note, tree.to_json()
 
 
-def inside_sections(model) -> SimpleNamespace:
+def inside_sections(model) -> None:
     with gr.Accordion("Score a sentence: the chain rule and perplexity", open=False):
         ui.explainer(SCORE_EXPLAINER)
         with gr.Row():
