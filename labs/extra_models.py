@@ -16,7 +16,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 def choice_for(entry: str):
     """The registry entry for one item (a local folder or a Hub id); ValueError with the reason when
     it cannot be used."""
-    from labs.models import ModelChoice, family_from_config, hub_online, in_hub_cache
+    from labs.registry import ModelChoice, family_from_config, hub_online, in_hub_cache, task_from_config
 
     folder = Path(entry).expanduser()
     if folder.is_dir():
@@ -26,7 +26,7 @@ def choice_for(entry: str):
             raise ValueError("the folder has a config.json but no weights (model.safetensors or pytorch_model.bin)")
         config = json.loads((folder / "config.json").read_text())
         return ModelChoice(folder.name, family_from_config(config), "local", str(folder.resolve()),
-                           f"Local model from {entry}")
+                           f"Local model from {entry}", task=task_from_config(config))
     if entry.startswith(("/", ".", "~")) or os.sep + os.sep in entry:
         raise ValueError("no such folder")
     if not hub_online() and not in_hub_cache(entry):
@@ -38,7 +38,8 @@ def choice_for(entry: str):
         config = AutoConfig.from_pretrained(entry, local_files_only=not hub_online()).to_dict()
     except Exception as exc:
         raise ValueError(f"not a model on the Hugging Face Hub ({type(exc).__name__})") from None
-    return ModelChoice(entry, family_from_config(config), "hub", entry, f"Added by LAB_EXTRA_MODELS: {entry}")
+    return ModelChoice(entry, family_from_config(config), "hub", entry, f"Added by LAB_EXTRA_MODELS: {entry}",
+                       task=task_from_config(config))
 
 
 def read(entries: str) -> tuple[list, list[str]]:

@@ -1,38 +1,55 @@
 """The forward passes several labs share: next-token logits (Next token, Fill in the blank's
-left-only panel), masked-LM logits at chosen positions (Fill in the blank), and attention weights
-(Attention, Masks).
+left-only panel), masked-LM logits at chosen positions (Fill in the blank), attention weights
+(Attention, Masks), hidden states (Embeddings, the logit lens), every token's log-probability
+(sentence scores) and the encoder-decoder pass (T5: encoder, decoder and cross-attention, the
+decoder's logits). A lab adds a kind of its own with `register_pass` (its runner and its limits).
 
 Every function takes a loaded model (resolved once by the caller) and token ids, and returns numpy
-arrays. Concurrent requests for the same model and pass run as one padded forward pass (see
-labs.batching); results are cached here, and only here, keyed by the model and the exact ids.
+arrays. Concurrent requests for the same model, head and pass run as one padded forward pass (see
+labs.batching); results are cached here, and only here, keyed by the model, head, pass and the
+exact ids.
 
-Padding is on the right with an attention mask, so every real token keeps its position: an encoder
-ignores the padded keys (their weight is exactly 0), and a causal LM's real tokens never see the
-padding after them. Each request reads its own rows back, cut to its own length: a result does not
-depend on what it was batched with (up to float rounding, about 1e-6)."""
+Padding is on the right with an attention mask (labs.padding), so every real token keeps its
+position: an encoder ignores the padded keys (their weight is exactly 0), and a causal LM's real
+tokens never see the padding after them. Each request reads its own rows back, cut to its own
+length: a result does not depend on what it was batched with (up to float rounding, about 1e-6)."""
 
 from __future__ import annotations
 
 import re
 import threading
 from functools import partial
+from typing import Callable
 
 import numpy as np
 
 from labs.batching import Batcher, ResultCache
 from labs.errors import BadInput
 from labs.models import LoadedModel
+from labs.padding import pad_rows
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
-# Per kind of pass: at most this many requests in one batch, and a budget on their cost (tokens, or
-# tokens² for attention, whose weights grow with the square of the length) that bounds its memory.
-LIMITS = {"next": dict(max_batch=64, max_cost=8192), "mlm": dict(max_batch=64, max_cost=8192),
-          "hidden": dict(max_batch=32, max_cost=4096), "logprobs": dict(max_batch=16, max_cost=4096),
-          "attn": dict(max_batch=16, max_cost=8 * 128 * 128)}
 
 cache = ResultCache(CACHE_BYTES)
-_batchers: dict[tuple[str, str], Batcher] = {}
+# Per kind of pass: its runner, run_batch(loaded, items) -> results in the same order, and limits: at
+# most max_batch requests in one batch, and a budget on their cost (tokens, or tokens² for attention,
+# whose weights grow with the square of the length) that bounds its memory.
+RUNNERS: dict[str, Callable] = {}
+LIMITS: dict[str, dict] = {}
+_batchers: dict[tuple[str, str, str], Batcher] = {}
 _batchers_lock = threading.Lock()
+
+
+def register_pass(kind: str, *, max_batch: int, max_cost: int):
+    """Decorator: make `runner(loaded, items) -> list of results` the batched pass called `kind`. A lab
+    registers its own kind in its compute module; a second runner under a taken name is refused."""
+    def register(runner: Callable) -> Callable:
+        if RUNNERS.get(kind, runner) is not runner:
+            raise ValueError(f"a forward pass called {kind!r} is registered already")
+        RUNNERS[kind] = runner
+        LIMITS[kind] = dict(max_batch=max_batch, max_cost=max_cost)
+        return runner
+    return register
 
 
 def forward_passes() -> int:
@@ -45,35 +62,35 @@ def batch_stats() -> dict[str, dict]:
 
 
 def _batcher(loaded: LoadedModel, kind: str) -> Batcher:
-    key = (loaded.name, kind)
+    key = (loaded.name, loaded.head, kind)
     batcher = _batchers.get(key)
     if batcher is None:
         with _batchers_lock:
-            batcher = _batchers.setdefault(key, Batcher(f"{loaded.name}/{kind}", partial(RUNNERS[kind], loaded),
-                                                        cache, **LIMITS[kind]))
+            batcher = _batchers.setdefault(key, Batcher(f"{loaded.name}/{loaded.head}/{kind}",
+                                                        partial(RUNNERS[kind], loaded), cache, **LIMITS[kind]))
     return batcher
 
 
-def _submit(loaded: LoadedModel, kind: str, item, cost: int):
-    return _batcher(loaded, kind).submit((loaded.name, kind, item), item, cost)
+def submit(loaded: LoadedModel, kind: str, item, cost: int):
+    """The result of pass `kind` for one hashable item: cached, shared with an identical request in
+    flight, or computed in the next batch with whatever else has queued."""
+    return _batcher(loaded, kind).submit((loaded.name, loaded.head, kind, item), item, cost)
 
 
-def _submit_many(loaded: LoadedModel, kind: str, items: list, costs: list[int]) -> list:
-    return _batcher(loaded, kind).submit_many([((loaded.name, kind, i), i, c) for i, c in zip(items, costs)])
+def submit_many(loaded: LoadedModel, kind: str, items: list, costs: list[int]) -> list:
+    """Several items of one student's request, queued together so that they share a batch."""
+    return _batcher(loaded, kind).submit_many([((loaded.name, loaded.head, kind, i), i, c)
+                                               for i, c in zip(items, costs)])
 
 
-def _padded(loaded: LoadedModel, rows: list) -> tuple:
-    """Right-padded ids and their attention mask, on the model's device."""
-    import torch
+def padded(loaded: LoadedModel, rows: list, segments: list | None = None) -> dict:
+    """Right-padded ids, attention mask (and segment ids when given), on the model's device."""
+    return pad_rows(rows, loaded.tokenizer.pad_token_id, segments=segments, device=loaded.device)
 
-    width = max(len(r) for r in rows)
-    pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, :len(row)] = torch.tensor(row)
-        mask[i, :len(row)] = 1
-    return ids.to(loaded.device), mask.to(loaded.device)
+
+def encoder_of(loaded: LoadedModel):
+    """The part that reads the whole input: the base model, or an encoder-decoder's encoder."""
+    return loaded.model.get_encoder() if loaded.family == "seq2seq" else loaded.model.base_model
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -88,18 +105,19 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 def next_token_logits(loaded: LoadedModel, ids: list[int]) -> np.ndarray:
     """A causal LM's logits for the token after `ids` (float32, one per vocabulary entry)."""
-    return _submit(loaded, "next", tuple(ids), len(ids))
+    return submit(loaded, "next", tuple(ids), len(ids))
 
 
+@register_pass("next", max_batch=64, max_cost=8192)
 def _run_next(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
     """The output head runs at each row's last real position only."""
     import torch
 
-    ids, mask = _padded(loaded, items)
+    inputs = padded(loaded, items)
     with torch.inference_mode():
-        hidden = loaded.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
-        last = hidden[torch.arange(len(items), device=ids.device), mask.sum(dim=1) - 1]
-        logits = loaded.model.get_output_embeddings()(last).float().cpu().numpy()
+        hidden = loaded.model.base_model(**inputs).last_hidden_state  # [batch, n, hidden]
+        last = hidden[torch.arange(len(items), device=hidden.device), inputs["attention_mask"].sum(dim=1) - 1]
+        logits = loaded.model.get_output_embeddings()(last).float().cpu().numpy()  # [batch, vocab]
     return [_frozen(row) for row in logits]
 
 
@@ -108,7 +126,7 @@ def _run_next(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
 
 def mlm_logits(loaded: LoadedModel, ids: list[int], positions: list[int]) -> np.ndarray:
     """A masked LM's logits at `positions` ([positions, vocab], float32)."""
-    return _submit(loaded, "mlm", (tuple(ids), tuple(positions)), len(ids))
+    return submit(loaded, "mlm", (tuple(ids), tuple(positions)), len(ids))
 
 
 def mlm_head(model):
@@ -123,21 +141,23 @@ def mlm_head(model):
     return None
 
 
+@register_pass("mlm", max_batch=64, max_cost=8192)
 def _run_mlm(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
     """The vocabulary head (the costliest layer, 30,522 outputs for BERT) runs at the asked
     positions only, when the architecture's head is known."""
     import torch
 
-    ids, mask = _padded(loaded, [i for i, _ in items])
-    rows = torch.tensor([b for b, (_, pos) in enumerate(items) for _ in pos], device=ids.device)
-    cols = torch.tensor([p for _, pos in items for p in pos], device=ids.device)
+    inputs = padded(loaded, [i for i, _ in items])
+    device = inputs["input_ids"].device
+    rows = torch.tensor([b for b, (_, pos) in enumerate(items) for _ in pos], device=device)
+    cols = torch.tensor([p for _, pos in items for p in pos], device=device)
     head = mlm_head(loaded.model)
     with torch.inference_mode():
         if head is not None:
-            hidden = loaded.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
-            logits = head(hidden[rows, cols])
+            hidden = loaded.model.base_model(**inputs).last_hidden_state  # [batch, n, hidden]
+            logits = head(hidden[rows, cols])  # [asked positions, vocab]
         else:
-            logits = loaded.model(input_ids=ids, attention_mask=mask).logits[rows, cols]
+            logits = loaded.model(**inputs).logits[rows, cols]
     logits = logits.float().cpu().numpy()
     bounds = np.cumsum([0] + [len(pos) for _, pos in items])
     return [_frozen(logits[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -147,24 +167,21 @@ def _run_mlm(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
 
 
 def attentions(loaded: LoadedModel, ids: list[int], token_type_ids: list[int] | None = None) -> np.ndarray:
-    """Every layer's and head's attention, [layers, heads, n, n] float32 (rows sum to 1)."""
+    """Every layer's and head's self-attention, [layers, heads, n, n] float32 (rows sum to 1); for an
+    encoder-decoder, its encoder's (see seq2seq_attentions for the decoder's and the cross-attention)."""
     item = (tuple(ids), tuple(token_type_ids) if token_type_ids is not None else None)
-    return _submit(loaded, "attn", item, len(ids) ** 2)
+    return submit(loaded, "attn", item, len(ids) ** 2)
 
 
+@register_pass("attn", max_batch=16, max_cost=8 * 128 * 128)
 def _run_attn(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
-    """The base model only: no vocabulary head over every position."""
+    """The encoder only: no vocabulary head over every position."""
     import torch
 
-    ids, mask = _padded(loaded, [i for i, _ in items])
-    inputs = {"input_ids": ids, "attention_mask": mask}
-    if any(segments is not None for _, segments in items):  # absent segments are 0, the model's default
-        inputs["token_type_ids"] = torch.zeros_like(ids)
-        for b, (_, segments) in enumerate(items):
-            if segments is not None:
-                inputs["token_type_ids"][b, :len(segments)] = torch.tensor(segments)
+    with_segments = any(segments is not None for _, segments in items)  # absent segments: 0, the default
+    inputs = padded(loaded, [i for i, _ in items], [s for _, s in items] if with_segments else None)
     with torch.inference_mode():
-        out = loaded.model.base_model(**inputs, output_attentions=True)
+        out = encoder_of(loaded)(**inputs, output_attentions=True)
     weights = torch.stack(out.attentions, dim=1).float().cpu().numpy()  # [batch, layers, heads, n, n]
     return [_frozen(weights[b, :, :, :len(i), :len(i)]) for b, (i, _) in enumerate(items)]
 
@@ -174,17 +191,18 @@ def _run_attn(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
 
 def hidden_states(loaded: LoadedModel, rows: list[list[int]]) -> list[np.ndarray]:
     """Every layer's output for each row of ids, [layers + 1, n, hidden] float32 (index 0: the
-    embeddings). The rows are queued together, so one student's sentences share one forward pass."""
-    return _submit_many(loaded, "hidden", [tuple(r) for r in rows], [len(r) for r in rows])
+    embeddings; an encoder-decoder's encoder). The rows are queued together, so one student's
+    sentences share one forward pass."""
+    return submit_many(loaded, "hidden", [tuple(r) for r in rows], [len(r) for r in rows])
 
 
+@register_pass("hidden", max_batch=32, max_cost=4096)
 def _run_hidden(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
-    """The base model only: no vocabulary head over every position."""
+    """The encoder only: no vocabulary head over every position."""
     import torch
 
-    ids, mask = _padded(loaded, items)
     with torch.inference_mode():
-        out = loaded.model.base_model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        out = encoder_of(loaded)(**padded(loaded, items), output_hidden_states=True)
     states = torch.stack(out.hidden_states, dim=1).float().cpu().numpy()  # [batch, layers + 1, n, hidden]
     return [_frozen(states[b, :, :len(i)]) for b, i in enumerate(items)]
 
@@ -195,23 +213,76 @@ def _run_hidden(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
 def token_logprobs(loaded: LoadedModel, ids: list[int]) -> np.ndarray:
     """A causal LM's log P(token t | tokens before t) for t = 1 .. n-1 (float32, n-1 values): the
     teacher-forced pass that training uses."""
-    return _submit(loaded, "logprobs", tuple(ids), len(ids))
+    return submit(loaded, "logprobs", tuple(ids), len(ids))
 
 
+@register_pass("logprobs", max_batch=16, max_cost=4096)
 def _run_logprobs(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
     import torch
 
-    ids, mask = _padded(loaded, items)  # right padding: a causal LM's real tokens never see it
+    inputs = padded(loaded, items)  # right padding: a causal LM's real tokens never see it
+    ids = inputs["input_ids"]
     results = []
     with torch.inference_mode():
-        logits = loaded.model(input_ids=ids, attention_mask=mask).logits
+        logits = loaded.model(**inputs).logits  # [batch, n, vocab]
         for b, row in enumerate(items):  # one row at a time: [n, vocab] in float32 is large
             logp = torch.log_softmax(logits[b, :len(row) - 1].float(), dim=-1)
             results.append(_frozen(logp.gather(1, ids[b, 1:len(row), None])[:, 0].cpu().numpy()))
     return results
 
 
-RUNNERS = {"next": _run_next, "mlm": _run_mlm, "attn": _run_attn, "hidden": _run_hidden, "logprobs": _run_logprobs}
+# ---------------------------------------------------------------- encoder-decoder (T5)
+
+
+def decoder_input(loaded: LoadedModel, target: list[int]) -> list[int]:
+    """What a teacher-forced decoder reads for `target`: the start token, then the target less its
+    last token (T5 starts from <pad>)."""
+    start = loaded.model.config.decoder_start_token_id
+    return [start if start is not None else loaded.tokenizer.pad_token_id] + list(target[:-1])
+
+
+def seq2seq_attentions(loaded: LoadedModel, ids: list[int], decoder_ids: list[int]) -> tuple:
+    """An encoder-decoder's three kinds of attention for encoder input `ids` and decoder input
+    `decoder_ids` (see decoder_input): (encoder [layers, heads, n, n], decoder [layers, heads, m, m],
+    cross [layers, heads, m, n]), float32."""
+    return submit(loaded, "seq2seq_attn", (tuple(ids), tuple(decoder_ids)), (len(ids) + len(decoder_ids)) ** 2)
+
+
+def seq2seq_logits(loaded: LoadedModel, ids: list[int], decoder_ids: list[int]) -> np.ndarray:
+    """The decoder's logits at every decoder position, [m, vocab] float32: what a teacher-forced
+    encoder-decoder predicts for each next target token."""
+    return submit(loaded, "seq2seq_logits", (tuple(ids), tuple(decoder_ids)), len(ids) + len(decoder_ids))
+
+
+def _run_seq2seq(loaded: LoadedModel, items: list[tuple], **kwargs):
+    import torch
+
+    encoder = padded(loaded, [i for i, _ in items])
+    decoder = padded(loaded, [d for _, d in items])
+    with torch.inference_mode():
+        return loaded.model(**encoder, decoder_input_ids=decoder["input_ids"],
+                            decoder_attention_mask=decoder["attention_mask"], **kwargs)
+
+
+@register_pass("seq2seq_attn", max_batch=16, max_cost=8 * 256 * 256)
+def _run_seq2seq_attn(loaded: LoadedModel, items: list[tuple]) -> list[tuple]:
+    import torch
+
+    out = _run_seq2seq(loaded, items, output_attentions=True)
+    kinds = [torch.stack(a, dim=1).float().cpu().numpy()  # [batch, layers, heads, rows, cols]
+             for a in (out.encoder_attentions, out.decoder_attentions, out.cross_attentions)]
+    results = []
+    for b, (i, d) in enumerate(items):
+        n, m = len(i), len(d)
+        enc, dec, cross = kinds[0][b, :, :, :n, :n], kinds[1][b, :, :, :m, :m], kinds[2][b, :, :, :m, :n]
+        results.append((_frozen(enc), _frozen(dec), _frozen(cross)))
+    return results
+
+
+@register_pass("seq2seq_logits", max_batch=16, max_cost=4096)
+def _run_seq2seq_logits(loaded: LoadedModel, items: list[tuple]) -> list[np.ndarray]:
+    logits = _run_seq2seq(loaded, items).logits.float().cpu().numpy()  # [batch, m, vocab]
+    return [_frozen(logits[b, :len(d)]) for b, (_, d) in enumerate(items)]
 
 
 # ---------------------------------------------------------------- helpers for causal LMs and probabilities

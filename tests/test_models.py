@@ -70,13 +70,13 @@ def test_unknown_model_gives_a_friendly_error():
 def test_hub_model_offline_says_how_to_get_it():
     with pytest.raises(ModelUnavailable, match=r"python -m labs\.download"):
         models._load_uncached(models.ModelChoice("no-such-org/no-such-model", "masked", "hub",
-                                                 "no-such-org/no-such-model", "test"))
+                                                 "no-such-org/no-such-model", "test"), "mlm")
 
 
 def test_broken_local_folder_gives_a_friendly_error(tmp_path):
     (tmp_path / "config.json").write_text('{"architectures": ["BertForMaskedLM"], "model_type": "bert"}')
     with pytest.raises(ModelUnavailable, match="could not be loaded"):
-        models._load_uncached(models.ModelChoice("broken", "masked", "local", str(tmp_path), "test"))
+        models._load_uncached(models.ModelChoice("broken", "masked", "local", str(tmp_path), "test"), "mlm")
 
 
 def test_device_override(monkeypatch):

