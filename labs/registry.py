@@ -239,6 +239,8 @@ def get_choice(name) -> ModelChoice:
 
 FAMILY_WORDS = {"masked": "a masked language model", "causal": "a causal language model",
                 "encoder": "an encoder", "seq2seq": "an encoder-decoder model"}
+FAMILY_SHORT = {"masked": "a masked LM", "causal": "a causal LM", "encoder": "an encoder without an LM head",
+                "seq2seq": "an encoder-decoder (seq2seq) model"}
 FAMILY_EXAMPLES = {"masked": "bert-base-uncased", "causal": "gpt2", "encoder": "all-MiniLM-L6-v2",
                    "seq2seq": "t5-small"}
 
@@ -247,5 +249,5 @@ def check_family(choice: ModelChoice, families: tuple[str, ...]) -> None:
     """BadInput when the model is not of one of these families (a causal LM in a masked-LM slot)."""
     if families and choice.family not in families:
         wanted = " or ".join(FAMILY_WORDS[f] for f in families)
-        raise BadInput(f"'{choice.name}' is not {wanted} (it is {FAMILY_WORDS[choice.family]}); "
+        raise BadInput(f"'{choice.name}' is not {wanted} (it is {FAMILY_SHORT[choice.family]}); "
                        f"pick one such as {FAMILY_EXAMPLES[families[0]]}.")

@@ -14,8 +14,8 @@ def describe_models() -> dict:
     return {
         "online": models.hub_online(),
         "device": models.pick_device(),
-        "models": [{"name": c.name, "family": c.family, "source": c.source, "description": c.description,
-                    "loaded": c.name in loaded} for c in models.registry().values()],
+        "models": [{"name": c.name, "family": c.family, "task": c.task, "source": c.source,
+                    "description": c.description, "loaded": c.name in loaded} for c in models.registry().values()],
     }
 
 

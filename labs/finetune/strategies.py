@@ -37,6 +37,9 @@ class Settings:
     lora_targets: str = "query, value"
 
 
+ENCODER_FAMILIES = ("encoder", "masked")  # what this lab fine-tunes: BERT-style encoders
+
+
 def check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                    warmup_ratio=DEFAULTS["warmup_ratio"], weight_decay=DEFAULTS["weight_decay"],
                    lora_targets: str = "query, value", max_train: int | None = None) -> Settings:
@@ -53,7 +56,9 @@ def check_settings(model, strategy, learning_rate, epochs, batch_size, train_exa
     parse_strategy(strategy)
     if not isinstance(lora_targets, str) or lora_targets not in LORA_TARGETS:
         raise BadInput(f"LoRA targets are one of: {', '.join(LORA_TARGETS)}.")
-    return Settings(models.get_choice(model).name, strategy, lr, values["epochs"], values["batch_size"],
+    choice = models.get_choice(model)
+    models.check_family(choice, ENCODER_FAMILIES)  # a causal LM or a T5 is refused before anything loads
+    return Settings(choice.name, strategy, lr, values["epochs"], values["batch_size"],
                     values["train_examples"], check_int(seed, "The seed", 0, 2**32 - 1), warmup, decay, lora_targets)
 
 

@@ -23,6 +23,7 @@ from labs.finetune.strategies import (
     check_settings,
     count_params,
 )
+from labs.padding import pad_rows
 
 MAX_LENGTH = 64  # tokens per sentence; the built-in reviews are far shorter
 SAMPLE_SENTENCES = 6  # validation sentences shown before / after
@@ -79,17 +80,10 @@ class Batcher:
         return len(self.ids)
 
     def batch(self, index) -> dict:
-        import torch
-
         rows = [self.ids[i] for i in index]
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, :len(r)] = torch.tensor(r)
-            mask[i, :len(r)] = 1
-        return {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
-                "labels": self.labels[list(index)].to(self.device)}
+        batch = pad_rows(rows, self.pad, device=self.device)
+        batch["labels"] = self.labels[list(index)].to(self.device)
+        return batch
 
 
 def make_optimizer(model, s: Settings, total_steps: int):
