@@ -190,9 +190,9 @@ def bench_inside(rows: list) -> None:
         with torch.inference_mode():
             return loaded.model(ids, **kwargs).logits
 
-    ours, theirs = interleaved_medians(lambda: (lm.cache.clear(), inside.score(GPT2.name, text)), bare, repeats=15)
+    ours, theirs = interleaved_medians(lambda: (lm.cache.clear(), inside.score(loaded, text)), bare, repeats=15)
     rows.append((f"score a sentence, n={ids.shape[1]} (s)", "one forward pass", ours, theirs, "≤ 1.2×"))
-    ours, theirs = interleaved_medians(lambda: (lm.cache.clear(), inside.logit_lens(GPT2.name, text, 5)),
+    ours, theirs = interleaved_medians(lambda: (lm.cache.clear(), inside.logit_lens(loaded, text, 5)),
                                        lambda: bare(output_hidden_states=True), repeats=15)
     rows.append((f"logit lens, every layer, n={ids.shape[1]} (s)", "forward, hidden states", ours, theirs, "≤ 1.2×"))
     prompt = loaded.tokenizer("Once upon a time, there was a", return_tensors="pt")
@@ -203,8 +203,7 @@ def bench_inside(rows: list) -> None:
                                              max_new_tokens=new, pad_token_id=loaded.tokenizer.eos_token_id)
 
         ours, theirs = interleaved_medians(
-            lambda: (beam_tree._cached.cache_clear(), beam_tree.beam_tree(GPT2.name, "Once upon a time, there was a",
-                                                                          beams, new)), generate, repeats=7)
+            lambda: beam_tree.beam_tree(loaded, "Once upon a time, there was a", beams, new), generate, repeats=7)
         rows.append((f"beam tree, {beams} beams × {new} tokens (s)", "generate(num_beams)", ours, theirs, "≤ 1.5×"))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,7 @@ from gradio_client.exceptions import AppError
 from labs import models
 from labs.errors import BadInput
 from labs.next_token import compute as next_token
-from labs.next_token import generation
+from labs.next_token import generation, tab_distribution, tab_generate, tab_step
 
 PROMPT = "The cat sat on the"
 
@@ -29,7 +31,12 @@ def test_distribution_is_softmax_of_logits_over_t(tiny_models, t):
     ids = loaded.tokenizer(PROMPT, return_tensors="pt")["input_ids"]
     with torch.no_grad():
         logits = loaded.model(ids).logits[0, -1].double().tolist()
-    expected = hand_softmax(logits, t)
+    # The softmax is checked exactly on the logits the lab read; those logits against the model's own
+    # forward pass at float32 precision (the lab runs the head at the last position only, and how a
+    # CPU's kernels round that matmul differs from machine to machine by ~1e-7: 4e-9 in a probability).
+    _, read, _ = next_token.next_logits(loaded, PROMPT)
+    np.testing.assert_allclose(read, logits, atol=1e-5)
+    expected = hand_softmax(read.astype(np.float64).tolist(), t)
     dist = next_token.distribution(tiny_models["causal"], PROMPT, t, 0, 1.0)
     assert len(dist.entries) == 20
     for e in dist.entries:
@@ -162,6 +169,85 @@ def test_softmax_by_hand_matches_exercise_b2():
     assert r["probs"] == pytest.approx(hand_softmax(next_token.B2_LOGITS, 1.0))
     assert round(r["probs"][0], 3) == 0.579  # P(sat) at T = 1: e^2.5 / (e^2.5 + e^1 + e^0.5 + e^1.5)
     assert sum(next_token.softmax_by_hand(next_token.B2_LOGITS, 0.5)["probs"]) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------ resolve once, pass on
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """Every call to models.load, and every models.get_choice made outside models.load."""
+    calls, depth = [], [0]
+    load, get_choice = models.load, models.get_choice
+
+    def counted_load(model, *families):
+        calls.append(("load", model, families))
+        depth[0] += 1
+        try:
+            return load(model, *families)
+        finally:
+            depth[0] -= 1
+
+    def counted_get_choice(name):
+        if not depth[0]:
+            calls.append(("get_choice", name, ()))
+        return get_choice(name)
+
+    monkeypatch.setattr(models, "load", counted_load)
+    monkeypatch.setattr(models, "get_choice", counted_get_choice)
+    return calls
+
+
+def test_compute_takes_a_loaded_model_and_looks_nothing_up(tiny_models, lookups):
+    name = tiny_models["causal"]
+    by_name = next_token.distribution(name, PROMPT, 0.8, 5, 0.9).to_json()
+    greedy_by_name = generation.generate(name, PROMPT, "greedy", 6)
+    loaded = models.load(name, "causal")
+    lookups.clear()
+    assert next_token.distribution(loaded, PROMPT, 0.8, 5, 0.9).to_json() == by_name
+    token_id = next_token.greedy_token(loaded, PROMPT)
+    assert token_id == by_name["distribution"][0]["token_id"]
+    assert next_token.entry_for(loaded, PROMPT, token_id, 0.8, 5, 0.9).token == by_name["distribution"][0]["token"]
+    assert next_token.sample_tokens(loaded, PROMPT, 0.8, 5, 0.9, 3, 0) == next_token.sample_tokens(
+        loaded, PROMPT, 0.8, 5, 0.9, 3, 0)
+    assert generation.generate(loaded, PROMPT, "greedy", 6) == greedy_by_name
+    assert list(generation.stream(loaded, PROMPT, "greedy", 6, 1.0, 0, 1.0, 1, 0))[-1] == \
+        greedy_by_name["completions"][0]["text"]
+    settings = generation.check_generate(PROMPT, "greedy", 6, 1.0, 0, 1.0, 1, 0)
+    assert repr(loaded.choice.location) in generation.generate_code(loaded, settings)
+    assert lookups == []
+
+
+def test_each_click_resolves_the_model_once(tiny_models, lookups):
+    """The handler resolves the name (models.load) and passes the LoadedModel on: one look-up per click."""
+    name, request = tiny_models["causal"], SimpleNamespace(session_hash="resolve-once")
+    greedy = next_token.distribution(name, PROMPT, 1.0, 0, 1.0).entries[0]
+    clicks = {
+        "show": lambda: tab_distribution.on_show(PROMPT, name, 1.0, 0, 1.0),
+        "take": lambda: tab_step.on_take(PROMPT, name, [], 1.0, 0, 1.0),
+        "sample": lambda: tab_step.on_sample(PROMPT, name, [], 1.0, 0, 1.0, 0),
+        "pick": lambda: tab_step.on_pick(PROMPT, name, [], greedy.token_id, 1.0, 0, 1.0),
+        "bar click": lambda: tab_step.on_bar_click(PROMPT, name, [], f"{greedy.token_id}:123", 1.0, 0, 1.0),
+        "draw": lambda: tab_step.on_draw(PROMPT, name, 1.0, 0, 1.0, 0),
+        "generate": lambda: list(tab_generate.on_generate(PROMPT, name, "greedy", 5, 1.0, 0, 1.0, 2, 0, request)),
+        "beams": lambda: list(tab_generate.on_generate(PROMPT, name, "beam", 5, 1.0, 0, 1.0, 2, 0, request)),
+        "compare": lambda: tab_generate.on_compare(PROMPT, name, 5, 1.0, 0, 1.0, 2, 0),
+    }
+    out = {}
+    for click, run in clicks.items():
+        lookups.clear()
+        out[click] = run()
+        assert lookups == [("load", name, ("causal",))], click
+    new_prompt, history = out["take"][:2]
+    assert new_prompt == PROMPT + greedy.token and history == [[1, tab_distribution.shown(greedy.token),
+                                                                round(greedy.prob, 4), "most likely"]]
+    assert out["pick"][:2] == (new_prompt, [history[0][:3] + ["picked"]])
+    assert out["bar click"][:2] == (new_prompt, [history[0][:3] + ["clicked"]])
+    assert out["show"][0].startswith("Entropy:") and out["show"][2]["distribution"][0]["token_id"] == greedy.token_id
+    text, _, result, code = out["generate"][-1]
+    assert text == generation.generate(name, PROMPT, "greedy", 5)["completions"][0]["text"] == out["compare"][0]
+    assert result["model"] == name and repr(models.load(name).choice.location) in code
+    assert len(out["beams"][-1][2]["completions"]) == 2
 
 
 # ------------------------------------------------------------ the real SmolLM2

@@ -11,7 +11,6 @@ running beam can beat the worst finished one (generate()'s default heuristic).""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from labs import lm, models
 from labs.errors import check_int, check_text
@@ -115,21 +114,16 @@ def search(loaded: models.LoadedModel, ids: list[int], num_beams: int, max_new: 
     return Tree(loaded.name, models.readable_tokens(tokenizer, ids), nodes, beams, tokenizer.decode(greedy), penalty)
 
 
-@lru_cache(maxsize=64)
-def _cached(name: str, ids: tuple[int, ...], num_beams: int, max_new: int) -> Tree:
-    """Deterministic, so one tree serves everyone who asks for the same one (the example on load)."""
-    return search(models.load(name), list(ids), num_beams, max_new)
-
-
-def beam_tree(model_name, prompt, num_beams=4, max_new_tokens=6) -> Tree:
+def beam_tree(loaded: models.LoadedModel, prompt, num_beams=4, max_new_tokens=6) -> Tree:
     prompt = check_text(prompt, EXAMPLE, what="prompt")
     num_beams = check_int(num_beams, "The number of beams", *BEAMS_RANGE)
     max_new_tokens = check_int(max_new_tokens, "New tokens", *NEW_TOKENS_RANGE)
-    loaded = models.load(model_name, "causal")
+    loaded = models.load(loaded, "causal")
     ids, _ = lm.causal_ids(loaded, prompt, MAX_PROMPT_TOKENS)
     ids = ids[-(loaded.max_tokens - max_new_tokens):]  # room for the new tokens in the model's positions
-    return _cached(loaded.name, tuple(ids), num_beams, max_new_tokens)
+    return search(loaded, ids, num_beams, max_new_tokens)
 
 
 def beam_tree_json(prompt: str, model: str, num_beams: int = 4, max_new_tokens: int = 6) -> dict:
-    return beam_tree(model, prompt, num_beams, max_new_tokens).to_json()
+    """The `beam_tree` API; the model (a name from the client) is resolved once, here."""
+    return beam_tree(models.load(model, "causal"), prompt, num_beams, max_new_tokens).to_json()

@@ -30,8 +30,10 @@ def check_knobs(temperature, top_k, top_p) -> tuple[float, int, float]:
     return temperature, top_k, top_p
 
 
-def causal_lm(model_name) -> models.LoadedModel:
-    return models.load(model_name, "causal")
+def causal_lm(model) -> models.LoadedModel:
+    """The causal LM a compute function runs: a loaded model passes through models.load with no look-up
+    (the handlers and the API resolve a name once per click); a name from a script is resolved here."""
+    return models.load(model, "causal")
 
 
 def prompt_logits(loaded: models.LoadedModel, prompt, allow_empty: bool = False) -> tuple[list[str], np.ndarray, str]:
@@ -42,8 +44,8 @@ def prompt_logits(loaded: models.LoadedModel, prompt, allow_empty: bool = False)
     return models.readable_tokens(loaded.tokenizer, ids), logits, note
 
 
-def next_logits(model_name, prompt, allow_empty: bool = False) -> tuple[list[str], np.ndarray, str]:
-    return prompt_logits(causal_lm(model_name), prompt, allow_empty)
+def next_logits(loaded: models.LoadedModel, prompt, allow_empty: bool = False) -> tuple[list[str], np.ndarray, str]:
+    return prompt_logits(causal_lm(loaded), prompt, allow_empty)
 
 
 def shape(logits: np.ndarray, temperature: float, top_k: int, top_p: float) -> tuple[np.ndarray, np.ndarray]:
@@ -95,11 +97,11 @@ def entropy(probs: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def distribution(model_name, prompt, temperature=1.0, top_k=0, top_p=1.0, top_n: int = TOP_N,
+def distribution(loaded: models.LoadedModel, prompt, temperature=1.0, top_k=0, top_p=1.0, top_n: int = TOP_N,
                  allow_empty: bool = False) -> Distribution:
     """The top_n most likely next tokens after temperature, with logits, probabilities and kept flags."""
     temperature, top_k, top_p = check_knobs(temperature, top_k, top_p)
-    loaded = causal_lm(model_name)
+    loaded = causal_lm(loaded)
     tokens, logits, note = prompt_logits(loaded, prompt, allow_empty)
     probs, kept = shape(logits, temperature, top_k, top_p)
     # By probability, ties (T = 0) by logit: probability never falls as the logit rises, so this is
@@ -111,14 +113,15 @@ def distribution(model_name, prompt, temperature=1.0, top_k=0, top_p=1.0, top_n:
 
 
 def next_token_json(prompt: str, model: str, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> dict:
-    """The `next_token` API: the 20 most likely next tokens after temperature, with kept flags."""
-    return distribution(model, prompt, temperature, top_k, top_p).to_json()
+    """The `next_token` API: the 20 most likely next tokens after temperature, with kept flags. The
+    model (a name from the client) is resolved once, here."""
+    return distribution(models.load(model, "causal"), prompt, temperature, top_k, top_p).to_json()
 
 
-def entry_for(model_name, prompt, token_id: int, temperature, top_k, top_p) -> Entry:
+def entry_for(loaded: models.LoadedModel, prompt, token_id: int, temperature, top_k, top_p) -> Entry:
     """One token's entry in the distribution (for a token the student picks or clicks)."""
     temperature, top_k, top_p = check_knobs(temperature, top_k, top_p)
-    loaded = causal_lm(model_name)
+    loaded = causal_lm(loaded)
     _, logits, _ = prompt_logits(loaded, prompt)
     if not 0 <= token_id < len(logits):
         raise BadInput(f"Token id {token_id} is not in this model's vocabulary.")
@@ -127,19 +130,19 @@ def entry_for(model_name, prompt, token_id: int, temperature, top_k, top_p) -> E
     return Entry(token, token_id, float(logits[token_id]), float(probs[token_id]), bool(kept[token_id]))
 
 
-def sample_tokens(model_name, prompt, temperature, top_k, top_p, n: int, seed) -> list[int]:
+def sample_tokens(loaded: models.LoadedModel, prompt, temperature, top_k, top_p, n: int, seed) -> list[int]:
     """n independent draws of the next token at these settings (seeded, so reproducible)."""
     temperature, top_k, top_p = check_knobs(temperature, top_k, top_p)
     seed = check_int(seed, "Seed", 0, 2**32 - 1)
-    _, logits, _ = next_logits(model_name, prompt)
+    _, logits, _ = next_logits(loaded, prompt)
     probs, kept = shape(logits, temperature, top_k, top_p)
     filtered = np.where(kept, probs, 0.0)
     filtered /= filtered.sum()
     return np.random.default_rng(seed).choice(len(filtered), size=n, p=filtered).tolist()
 
 
-def greedy_token(model_name, prompt) -> int:
-    _, logits, _ = next_logits(model_name, prompt)
+def greedy_token(loaded: models.LoadedModel, prompt) -> int:
+    _, logits, _ = next_logits(loaded, prompt)
     return int(np.argmax(logits))
 
 

@@ -51,12 +51,12 @@ def check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, 
     return settings
 
 
-def generate_code(model_name: str, settings: dict) -> str:
+def generate_code(loaded: models.LoadedModel, settings: dict) -> str:
     """The same generate() call as a student would write it, for these settings."""
     kwargs = generate_kwargs(settings["strategy"], settings["max_new_tokens"], settings["temperature"],
                              settings["top_k"], settings["top_p"], settings["num_beams"])
     args = ",\n    ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    location = models.get_choice(model_name).location
+    location = loaded.choice.location
     return (f"from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed\n\n"
             f"tokenizer = AutoTokenizer.from_pretrained({location!r})\n"
             f"model = AutoModelForCausalLM.from_pretrained({location!r})\n"
@@ -109,12 +109,12 @@ def start(loaded: models.LoadedModel, settings: dict, stop: threading.Event | No
     return collector, streaming.start_alone(sample, collector)
 
 
-def stream(model_name, prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed,
+def stream(loaded: models.LoadedModel, prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed,
            stop: threading.Event | None = None):
     """Greedy or sampled text as it is produced (yields the text so far). Closing the generator, or
     `stop`, ends this generation at the next token (a batch goes on for the others)."""
     settings = check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
-    loaded = causal_lm(model_name)
+    loaded = causal_lm(loaded)
     collector, alone = start(loaded, settings, stop)
     try:
         yield from streaming.read(loaded.tokenizer, collector)
@@ -124,12 +124,12 @@ def stream(model_name, prompt, strategy, max_new_tokens, temperature, top_k, top
             alone.join(timeout=30)  # stops at its next token; a batch goes on for the others
 
 
-def generate(model_name, prompt, strategy="greedy", max_new_tokens=30, temperature=1.0, top_k=50, top_p=1.0,
-             num_beams=4, seed=0) -> dict:
+def generate(loaded: models.LoadedModel, prompt, strategy="greedy", max_new_tokens=30, temperature=1.0, top_k=50,
+             top_p=1.0, num_beams=4, seed=0) -> dict:
     """Run model.generate() with these settings; beam search returns every beam, best first. Greedy
     requests that arrive together share one batched generate()."""
     settings = check_generate(prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
-    loaded = causal_lm(model_name)
+    loaded = causal_lm(loaded)
     if is_greedy(settings):
         texts = [(list(streaming.read(loaded.tokenizer, start(loaded, settings)[0])) or [""])[-1]]
         scores, note = [None], prepare(loaded, settings)[1]
@@ -160,5 +160,7 @@ def generate_alone(loaded: models.LoadedModel, settings: dict) -> tuple[list[str
 def generate_json(prompt: str, model: str, strategy: str = "greedy", max_new_tokens: int = 30,
                   temperature: float = 1.0, top_k: int = 50, top_p: float = 1.0, num_beams: int = 4,
                   seed: int = 0) -> dict:
-    """The `generate` API: the continuation(s) for these settings; beam search lists every beam."""
-    return generate(model, prompt, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed)
+    """The `generate` API: the continuation(s) for these settings; beam search lists every beam. The
+    model (a name from the client) is resolved once, here."""
+    return generate(models.load(model, "causal"), prompt, strategy, max_new_tokens, temperature, top_k, top_p,
+                    num_beams, seed)

@@ -48,10 +48,10 @@ def checked_ids(loaded: models.LoadedModel, text: str) -> list[int]:
     return lm.check_length(loaded.tokenizer(text)["input_ids"], min(MAX_TOKENS, loaded.max_tokens))
 
 
-def score(model_name, text) -> Score:
+def score(loaded: models.LoadedModel, text) -> Score:
     """log P(token | everything before it) for every token after the first, from one forward pass."""
     text = check_text(text, SCORE_EXAMPLE, what="sentence")
-    loaded = models.load(model_name, "causal")
+    loaded = models.load(loaded, "causal")
     ids = checked_ids(loaded, text)
     if len(ids) < 2:
         raise BadInput("Your text is one token: the first token has nothing before it, so there is nothing to "
@@ -62,7 +62,8 @@ def score(model_name, text) -> Score:
 
 
 def score_json(text: str, model: str) -> dict:
-    return score(model, text).to_json()
+    """The `score` API; the model (a name from the client) is resolved once, here."""
+    return score(models.load(model, "causal"), text).to_json()
 
 
 # ---------------------------------------------------------------- the logit lens
@@ -143,10 +144,10 @@ def lens_position(loaded: models.LoadedModel, text: str) -> tuple[list[int], int
     return ids, ids.index(tokenizer.mask_token_id)
 
 
-def logit_lens(model_name, text, top_k=5) -> Lens:
+def logit_lens(loaded: models.LoadedModel, text, top_k=5) -> Lens:
     text = check_text(text, LENS_EXAMPLE, what="text")
     top_k = check_int(top_k, "Top-k", *LENS_TOP_K)
-    loaded = models.load(model_name, "causal", "masked")
+    loaded = models.load(loaded, "causal", "masked")
     ids, position = lens_position(loaded, text)
     states = lm.hidden_states(loaded, [ids])[0][:, position]  # [layers + 1, hidden], one cached pass
     probs = lm.softmax(lens_logits(loaded, states))
@@ -162,4 +163,5 @@ def logit_lens(model_name, text, top_k=5) -> Lens:
 
 
 def logit_lens_json(text: str, model: str, top_k: int = 5) -> dict:
-    return logit_lens(model, text, top_k).to_json()
+    """The `logit_lens` API; the model (a name from the client) is resolved once, here."""
+    return logit_lens(models.load(model, "causal", "masked"), text, top_k).to_json()

@@ -15,6 +15,7 @@ from functools import partial
 
 from labs import models
 from labs.batching import Batcher
+from labs.padding import pad_rows
 
 STREAM_GAP = 0.04  # seconds between updates: tokens arrive in small batches, so the reader wakes less often
 MAX_SECONDS = 60  # a safety net: the limits on tokens and beams keep a generation far shorter
@@ -169,14 +170,12 @@ def run_greedy(loaded: models.LoadedModel, rows: list[tuple[list[int], TokenColl
 def generate_rows(loaded: models.LoadedModel, rows: list[tuple[list[int], TokenCollector]]) -> None:
     import torch
 
-    width = max(len(ids) for ids, _ in rows)
     pad = loaded.tokenizer.pad_token_id
-    input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids, _ in rows], device=loaded.device)
-    mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids, _ in rows], device=loaded.device)
+    batch = pad_rows([ids for ids, _ in rows], pad, side="left", device=loaded.device)
     collectors = [c for _, c in rows]
     for collector in collectors:
         collector.deadline = time.monotonic() + MAX_SECONDS
     with torch.no_grad():
-        loaded.model.generate(input_ids=input_ids, attention_mask=mask, do_sample=False, pad_token_id=pad,
+        loaded.model.generate(**batch, do_sample=False, pad_token_id=pad,
                               max_new_tokens=max(c.max_new_tokens for c in collectors),
                               streamer=RowStreamer(collectors), stopping_criteria=[RowsFinished(collectors)])
