@@ -20,16 +20,19 @@ import gradio as gr  # noqa: E402
 
 from labs import fast_sessions, offline_cache, status, ui  # noqa: E402
 from labs.attention import tab as attention  # noqa: E402
+from labs.cost import tab as cost  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
 from labs.finetune import tab as finetune  # noqa: E402
 from labs.masks import tab as masks  # noqa: E402
 from labs.next_token import tab as next_token  # noqa: E402
+from labs.pretraining import tab as pretraining  # noqa: E402
 from labs.tokens import tab as tokens  # noqa: E402
 
-# A new lab is a new folder with a tab.py (TITLE and build(demo)), plus one entry here.
+# A new lab is a new folder with a tab.py (README "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build), plus
+# one entry here.
 # Tokens first: every lab starts from tokens, and so does a lecture on pre-trained models.
-LABS = (tokens, fill_mask, next_token, masks, attention, embeddings, finetune)
+LABS = (tokens, fill_mask, next_token, masks, attention, embeddings, pretraining, finetune, cost)
 
 CONCURRENT_EVENTS = 128  # per event: a class of 100 joins the same batches; a waiting thread costs little
 HEADER = """# LM Lab
@@ -57,7 +60,7 @@ def build_app() -> gr.Blocks:
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
         status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
         link_notes = gr.Markdown(elem_id="lab-link-notes")
-        tab_ids = [lab.__name__.split(".")[1] for lab in LABS]
+        tab_ids = [lab.ID for lab in LABS]
         with gr.Tabs() as tabs:
             for lab, tab_id in zip(LABS, tab_ids):
                 with gr.Tab(lab.TITLE, id=tab_id):

@@ -162,7 +162,7 @@ def bench_embeddings(rows: list) -> None:
 
     def ours():
         lm.cache.clear()  # the forward pass runs every time
-        r = compute.run(BERT.name, text, "bank")
+        r = compute.run(loaded, text, "bank")
         return compute.cosine_matrix(r.by_layer), compute.projection(r.by_layer[-1]), compute.cosine_matrix(r.pooled)
 
     def bare():

@@ -43,7 +43,7 @@ def test_weights_equal_the_models_own_output_attentions(tiny_models, texts):
 
 
 def test_sentence_pair_segments_and_b_start(tiny_models):
-    r = attention.run(tiny_models["masked"], *PAIR)
+    r = attention.run(models.load(tiny_models["masked"]), *PAIR)
     tokenizer = models.load(tiny_models["masked"]).tokenizer
     enc = tokenizer(*PAIR)
     assert r.segments == tuple(enc["token_type_ids"])
@@ -52,7 +52,7 @@ def test_sentence_pair_segments_and_b_start(tiny_models):
 
 
 def test_causal_model_pair_is_one_text_and_its_future_is_zero(tiny_models):
-    r = attention.run(tiny_models["causal"], *PAIR)
+    r = attention.run(models.load(tiny_models["causal"]), *PAIR)
     assert r.causal and r.sentence_b_start is not None and set(r.segments) == {0, 1}
     above = np.triu(np.ones(r.weights.shape[-2:], dtype=bool), k=1)
     assert np.all(r.weights[..., above] == 0.0)
@@ -109,7 +109,7 @@ def test_bad_input(tiny_models):
 
 
 def test_long_text_keeps_the_first_128_tokens_and_says_so(tiny_models):
-    r = attention.run(tiny_models["masked"], " ".join(["word"] * 300))
+    r = attention.run(models.load(tiny_models["masked"]), " ".join(["word"] * 300))
     assert len(r.tokens) == 128 and r.weights.shape[-1] == 128
     assert "first 128" in r.note
 
@@ -123,8 +123,8 @@ def test_one_forward_pass_serves_every_view(tiny_models, monkeypatch):
     original = loaded.model.base_model.forward
     monkeypatch.setattr(loaded.model.base_model, "forward", lambda *a, **k: calls.append(1) or original(*a, **k))
     attention.attention_result(text, name, "", 1, 2)
-    views.views(attention.run(name, text, ""))
-    attention.summary(attention.run(name, text, ""))
+    views.views(attention.run(models.load(name), text, ""))
+    attention.summary(attention.run(models.load(name), text, ""))
     assert calls == []
 
 
@@ -134,7 +134,7 @@ def script_sources(document: str) -> list[str]:
 
 @pytest.mark.parametrize("scripts", ["inline", "served"])
 def test_bertviz_documents_reference_only_local_scripts(tiny_models, scripts):
-    r = attention.run(tiny_models["masked"], *PAIR)
+    r = attention.run(models.load(tiny_models["masked"]), *PAIR)
     for view in ("head", "model"):
         document = views.view_document(r, view, scripts=scripts)
         sources = script_sources(document)
@@ -156,7 +156,7 @@ class TagCounter(HTMLParser):
 
 
 def test_typed_html_cannot_end_the_script_or_the_iframe(tiny_models):
-    r = attention.run(tiny_models["masked"], HOSTILE, "<b>B</b>")
+    r = attention.run(models.load(tiny_models["masked"]), HOSTILE, "<b>B</b>")
     assert any("script" in t for t in r.tokens)
     document = views.view_document(r, "head")
     # Parsed as a browser would: only our own elements exist, and the data stays inside its script.
@@ -174,7 +174,7 @@ def test_typed_html_cannot_end_the_script_or_the_iframe(tiny_models):
 
 
 def test_payload_round_trips_to_three_decimals(tiny_models):
-    r = attention.run(tiny_models["masked"], "The cat sat on the mat.")
+    r = attention.run(models.load(tiny_models["masked"]), "The cat sat on the mat.")
     payload = views.view_payload(r)
     q = np.array(payload["q"]).reshape(r.weights.shape) / 1000
     np.testing.assert_allclose(q, r.weights, atol=5e-4 + 1e-7)
@@ -195,7 +195,7 @@ def test_minilm_sentence_pair_gives_6_by_12_entropies_and_patterns():
 
 
 def test_smollm2_has_no_next_token_heads():
-    r = attention.run(models.SMOLLM2_NAME, "The cat sat on the mat because it was tired.")
+    r = attention.run(models.load(models.SMOLLM2_NAME), "The cat sat on the mat because it was tired.")
     _, patterns = attention.summary(r)
     assert r.causal and "next token" not in {p for row in patterns for p in row}
 
@@ -277,7 +277,7 @@ def test_students_downloading_the_same_new_view_at_once_all_get_the_whole_file(t
     """Two page loads of the same new text wrote one shared partial file: the second rename failed."""
     import threading
 
-    r = attention.run(tiny_models["masked"], "A text nobody has downloaded before, for eight students.")
+    r = attention.run(models.load(tiny_models["masked"]), "A text nobody has downloaded before, for eight students.")
     results, errors = [], []
 
     def download():
@@ -302,7 +302,8 @@ def test_downloads_on_disk_are_bounded_and_a_removed_one_comes_back(tiny_models,
 
     monkeypatch.setattr(views, "_DOWNLOADS", tmp_path)
     monkeypatch.setattr(views, "KEPT_DOWNLOADS", 3)
-    runs = [attention.run(tiny_models["masked"], f"Sentence number {i} about a river bank.") for i in range(5)]
+    loaded = models.load(tiny_models["masked"])
+    runs = [attention.run(loaded, f"Sentence number {i} about a river bank.") for i in range(5)]
     paths = []
     for i, r in enumerate(runs):
         paths.append(views.standalone_files(r))

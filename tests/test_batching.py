@@ -158,10 +158,11 @@ def test_a_failing_item_fails_alone():
 
 def test_masked_lm_batch_equals_one_at_a_time(monkeypatch, fresh, tiny_models):
     name = tiny_models["masked"]
-    alone = [fill_mask.predict(name, s, 5) for s in SENTENCES]
+    loaded = models.load(name)
+    alone = [fill_mask.predict(loaded, s, 5) for s in SENTENCES]
     lm.cache.clear()
-    results = batched(monkeypatch, "mlm", name, lambda: fill_mask.predict(name, "The [MASK] was here.", 5),
-                      [lambda s=s: fill_mask.predict(name, s, 5) for s in SENTENCES])
+    results = batched(monkeypatch, "mlm", name, lambda: fill_mask.predict(loaded, "The [MASK] was here.", 5),
+                      [lambda s=s: fill_mask.predict(loaded, s, 5) for s in SENTENCES])
     for one, many in zip(alone, results):
         for a, b in zip(one.masks, many.masks):
             assert [p.token_id for p in a.predictions] == [p.token_id for p in b.predictions]
@@ -170,12 +171,12 @@ def test_masked_lm_batch_equals_one_at_a_time(monkeypatch, fresh, tiny_models):
 
 @pytest.mark.parametrize("which", ["tiny", "smollm2"])
 def test_causal_lm_batch_equals_one_at_a_time(monkeypatch, fresh, tiny_models, which):
-    name = tiny_models["causal"] if which == "tiny" else models.SMOLLM2_NAME
-    alone = [next_token.distribution(name, p) for p in PROMPTS]
+    loaded = models.load(tiny_models["causal"] if which == "tiny" else models.SMOLLM2_NAME)
+    alone = [next_token.distribution(loaded, p) for p in PROMPTS]
     lm.cache.clear()
-    results = batched(monkeypatch, "next", models.get_choice(name).name,
-                      lambda: next_token.distribution(name, "Hello there"),
-                      [lambda p=p: next_token.distribution(name, p) for p in PROMPTS])
+    results = batched(monkeypatch, "next", loaded.name,
+                      lambda: next_token.distribution(loaded, "Hello there"),
+                      [lambda p=p: next_token.distribution(loaded, p) for p in PROMPTS])
     for one, many in zip(alone, results):
         assert [e.token_id for e in one.entries] == [e.token_id for e in many.entries]
         np.testing.assert_allclose([e.prob for e in one.entries], [e.prob for e in many.entries], atol=1e-5)
@@ -186,9 +187,9 @@ def test_attention_batch_equals_one_at_a_time_and_the_models_own(monkeypatch, fr
     name = tiny_models["masked"] if which == "tiny" else models.SMOLLM2_NAME
     texts = [("The cat sat on the mat.", ""), ("I sat on the river bank.", "I opened a bank account today."),
              ("A", ""), ("Short one.", "And a much longer second sentence with many more words in it.")]
-    results = batched(monkeypatch, "attn", name, lambda: attention.run(name, "Hold the worker."),
-                      [lambda t=t: attention.run(name, *t) for t in texts])
     loaded = models.load(name)
+    results = batched(monkeypatch, "attn", name, lambda: attention.run(loaded, "Hold the worker."),
+                      [lambda t=t: attention.run(loaded, *t) for t in texts])
     for (a, b), r in zip(texts, results):
         enc = loaded.tokenizer(a, b, return_tensors="pt") if b and loaded.tokenizer.sep_token else None
         if enc is None:
@@ -200,9 +201,9 @@ def test_attention_batch_equals_one_at_a_time_and_the_models_own(monkeypatch, fr
 
 
 def test_the_same_request_from_fifty_students_is_one_forward_pass(fresh, tiny_models):
-    name = tiny_models["masked"]
+    loaded = models.load(tiny_models["masked"])
     before = lm.forward_passes()
-    threads, results = in_threads([lambda: fill_mask.predict(name, "The [MASK] sat on the mat.", 5)] * 50)
+    threads, results = in_threads([lambda: fill_mask.predict(loaded, "The [MASK] sat on the mat.", 5)] * 50)
     for t in threads:
         t.join(60)
     assert lm.forward_passes() - before == 1
@@ -239,9 +240,9 @@ def test_batched_greedy_generation_equals_generate_one_at_a_time(monkeypatch, fr
     loaded = models.load(tiny_models["causal"] if which == "tiny" else models.SMOLLM2_NAME)
     lengths = [12, 5, 12, 8]
     gate, sizes = gated_greedy(monkeypatch, loaded)
-    blocker, _ = in_threads([lambda: generation.generate(loaded.name, "Hold on", "greedy", 2)])
+    blocker, _ = in_threads([lambda: generation.generate(loaded, "Hold on", "greedy", 2)])
     wait_until(lambda: sizes == [1])
-    threads, results = in_threads([lambda p=p, n=n: generation.generate(loaded.name, p, "greedy", n)
+    threads, results = in_threads([lambda p=p, n=n: generation.generate(loaded, p, "greedy", n)
                                    for p, n in zip(PROMPTS, lengths)])
     wait_until(lambda: len(streaming._batchers[loaded.name]._queue) == len(PROMPTS))
     gate.set()
@@ -255,10 +256,10 @@ def test_batched_greedy_generation_equals_generate_one_at_a_time(monkeypatch, fr
 def test_a_generation_stopped_in_the_queue_leaves_its_batch(monkeypatch, fresh, tiny_models):
     loaded = models.load(tiny_models["causal"])
     gate, sizes = gated_greedy(monkeypatch, loaded)
-    blocker, _ = in_threads([lambda: generation.generate(loaded.name, "Hold on", "greedy", 2)])
+    blocker, _ = in_threads([lambda: generation.generate(loaded, "Hold on", "greedy", 2)])
     wait_until(lambda: sizes == [1])
     stops = [threading.Event() for _ in PROMPTS]
-    threads, results = in_threads([lambda p=p, s=s: list(generation.stream(loaded.name, p, "greedy", 20, 1.0, 0, 1.0,
+    threads, results = in_threads([lambda p=p, s=s: list(generation.stream(loaded, p, "greedy", 20, 1.0, 0, 1.0,
                                                                            1, 0, stop=s))
                                    for p, s in zip(PROMPTS, stops)])
     wait_until(lambda: len(streaming._batchers[loaded.name]._queue) == len(PROMPTS))

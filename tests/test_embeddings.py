@@ -28,9 +28,8 @@ def oracle_vector(loaded, sentence: str, word: str, layer: int) -> np.ndarray:
 
 @pytest.mark.parametrize("family", ["masked", "causal"])
 def test_every_vector_equals_output_hidden_states(family, tiny_models):
-    name = tiny_models[family]
-    r = compute.run(name, compute.EXAMPLE, "bank")
-    loaded = models.load(name)
+    loaded = models.load(tiny_models[family])
+    r = compute.run(loaded, compute.EXAMPLE, "bank")
     for i, s in enumerate(r.sentences):
         for layer in range(r.num_layers + 1):
             np.testing.assert_allclose(r.by_layer[layer, i], oracle_vector(loaded, s.text, "bank", layer),
@@ -38,7 +37,7 @@ def test_every_vector_equals_output_hidden_states(family, tiny_models):
 
 
 def test_cosines_by_hand_and_the_static_vector_is_one_vector():
-    r = compute.run(models.MINILM_NAME, compute.EXAMPLE, "bank")
+    r = compute.run(models.load(models.MINILM_NAME), compute.EXAMPLE, "bank")
     a, b = r.by_layer[3, 0], r.by_layer[3, 2]
     by_hand = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
     assert compute.cosine_matrix(r.by_layer)[3, 0, 2] == pytest.approx(by_hand, abs=1e-6)
@@ -51,7 +50,7 @@ def test_cosines_by_hand_and_the_static_vector_is_one_vector():
 
 
 def test_the_projection_is_the_first_principal_components():
-    r = compute.run(models.MINILM_NAME, compute.EXAMPLE, "bank")
+    r = compute.run(models.load(models.MINILM_NAME), compute.EXAMPLE, "bank")
     vectors = r.by_layer[-1].astype(np.float64)
     centred = vectors - vectors.mean(axis=0)
     _, _, vt = np.linalg.svd(centred)
@@ -61,14 +60,14 @@ def test_the_projection_is_the_first_principal_components():
 
 
 def test_a_causal_lm_cannot_see_the_words_after_the_word():
-    smol = compute.run(models.SMOLLM2_NAME, FLOODED, "bank")
+    smol = compute.run(models.load(models.SMOLLM2_NAME), FLOODED, "bank")
     assert compute.cosine_matrix(smol.by_layer)[:, 0, 1].min() >= 0.9999
-    minilm = compute.run(models.MINILM_NAME, FLOODED, "bank")
+    minilm = compute.run(models.load(models.MINILM_NAME), FLOODED, "bank")
     assert compute.cosine_matrix(minilm.by_layer)[-1, 0, 1] < 0.99
 
 
 def test_on_minilm_the_river_sentences_are_closer_than_river_and_money():
-    sim = compute.cosine_matrix(compute.run(models.MINILM_NAME, compute.EXAMPLE, "bank").by_layer)[-1]
+    sim = compute.cosine_matrix(compute.run(models.load(models.MINILM_NAME), compute.EXAMPLE, "bank").by_layer)[-1]
     assert sim[0, 1] > sim[0, 2] and sim[0, 1] > sim[1, 3]
 
 
@@ -76,7 +75,7 @@ def test_all_sentences_run_as_one_padded_pass_equal_to_one_at_a_time(tiny_models
     loaded = models.load(models.MINILM_NAME)
     lm.cache.clear()
     before = lm.forward_passes()
-    r = compute.run(models.MINILM_NAME, compute.EXAMPLE, "bank")
+    r = compute.run(loaded, compute.EXAMPLE, "bank")
     assert lm.forward_passes() - before == 1
     for i, s in enumerate(r.sentences):
         ids = loaded.tokenizer(s.text, return_tensors="pt")
@@ -87,9 +86,9 @@ def test_all_sentences_run_as_one_padded_pass_equal_to_one_at_a_time(tiny_models
 
 
 def test_subword_pieces_are_averaged_and_named():
-    r = compute.run(models.MINILM_NAME, "The unbelievable story.\nAn unbelievable day.", "unbelievable")
+    r = compute.run(models.load(models.MINILM_NAME), "The unbelievable story.\nAn unbelievable day.", "unbelievable")
     assert len(r.sentences[0].positions) >= 1
-    r = compute.run(models.SMOLLM2_NAME, "I saw the Brontosaurus.\nA Brontosaurus ate.", "")
+    r = compute.run(models.load(models.SMOLLM2_NAME), "I saw the Brontosaurus.\nA Brontosaurus ate.", "")
     assert r.word == "brontosaurus" and len(r.word_pieces) > 1
 
 
@@ -102,7 +101,7 @@ def test_subword_pieces_are_averaged_and_named():
 ])
 def test_bad_input_is_named(sentences, word, message):
     with pytest.raises(BadInput, match=message):
-        compute.run(models.MINILM_NAME, sentences, word)
+        compute.run(models.load(models.MINILM_NAME), sentences, word)
 
 
 def test_embeddings_api(client, tiny_models):

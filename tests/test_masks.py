@@ -66,20 +66,21 @@ def test_bad_text_and_long_text():
 
 def test_tiny_model_attention_equals_its_own_output_attentions(tiny_models):
     loaded = models.load(tiny_models["masked"])
-    r = masks.real_attention(tiny_models["masked"], "The cat sat on the mat", layer=1, head=2)
+    r = masks.real_attention(models.load(tiny_models["masked"]), "The cat sat on the mat", layer=1, head=2)
     enc = loaded.tokenizer("The cat sat on the mat", return_tensors="pt")
     with torch.no_grad():
         expected = loaded.model(**enc, output_attentions=True).attentions[1][0, 2].numpy()
     np.testing.assert_allclose(r.weights, expected, atol=1e-6)
     with pytest.raises(BadInput, match="layers 0–1"):
-        masks.real_attention(tiny_models["masked"], "The cat", layer=5)
+        masks.real_attention(models.load(tiny_models["masked"]), "The cat", layer=5)
 
 
 # ------------------------------------------------------------ real models
 
 
 def test_smollm2_attention_above_the_diagonal_is_exactly_zero_everywhere():
-    tokens, weights = masks.model_attentions(models.SMOLLM2_NAME, "The cat sat on the mat because it was tired")
+    loaded = models.load(models.SMOLLM2_NAME)
+    tokens, weights = masks.model_attentions(loaded, "The cat sat on the mat because it was tired")
     above = np.triu(np.ones(weights.shape[-2:], dtype=bool), k=1)
     assert weights.shape[0] == 30 and weights.shape[1] == 9  # every layer and head
     assert np.all(weights[..., above] == 0.0)

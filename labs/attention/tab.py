@@ -17,29 +17,43 @@ from labs.attention.compute import EXAMPLES, AttentionRun
 from labs.errors import MAX_CHARS, each
 
 TITLE = "Attention"
+ID = "attention"  # the ?tab= link and the folder
+FAMILIES = compute.FAMILIES  # masked, encoder, causal, seq2seq (T5: encoder, decoder, cross-attention)
 EXPLAINER = """**Every head in every layer spreads each token's attention over the other tokens, and many heads
 specialise**: one looks at the previous token, one at `[SEP]`, one links a pronoun to its noun. Type a
 sentence (or a pair A/B for BERT-style models), then find those heads in the bertviz views, the heatmaps
-and the map of all heads below. The example is the lecture's "bank" pair."""
+and the map of all heads below. The example is the lecture's "bank" pair. An encoder-decoder (T5) has
+three kinds: the encoder's, the decoder's (causal) and the cross-attention from decoder to encoder."""
 TRY_THIS = (
     "The bank pair: in the head view, pick the filter Sentence B -> Sentence A and hover over \"bank\". "
     "Which layer links the two uses most?",
     "Find a previous-token head in the map (blue cells). Open it: where is the bright diagonal?",
     "Many BERT heads send most attention to [SEP]. Count the orange cells. Why might a head \"rest\" there?",
     "Compare: why is the causal LM's heatmap empty above the diagonal, and why does its first column glow?",
-    "Switch to a causal model: which patterns disappear, and why can't a causal head be a next-token head?")
+    "Switch to a causal model: which patterns disappear, and why can't a causal head be a next-token head?",
+    "Pick t5-small and switch between encoder, decoder and cross-attention: which one is empty above the "
+    "diagonal, and which one is not square?")
 PATTERN_COLOURS = {"previous token": "#bfdbfe", "next token": "#ddd6fe", "self": "#fde68a",
                    "first token / [CLS]": "#fecaca", "separator / end token": "#fed7aa", "broad": "#e5e7eb",
                    "mixed": "#bbf7d0"}
 SHORT = {"previous token": "prev", "next token": "next", "self": "self", "first token / [CLS]": "first",
          "separator / end token": "sep", "broad": "broad", "mixed": "mixed"}  # table cells stay narrow
 SEGMENT_COLOURS = {"A": "#bfdbfe", "B": "#bbf7d0", "special": "#fde68a"}
+PART_CHOICES = [("Encoder self-attention", "encoder"), ("Decoder self-attention (causal)", "decoder"),
+                ("Cross-attention: decoder → encoder", "cross")]
+PART_WORDS = {value: label.lower() for label, value in PART_CHOICES}
+
+
+def shown_part(r: AttentionRun, part) -> AttentionRun:
+    """The kind of attention the views show: the chosen one for an encoder-decoder, else the only one."""
+    return compute.select(r, part if r.seq2seq else "encoder")
 
 
 def head_figure(r: AttentionRun, layer: int, head: int | None):
     what = "average over heads" if head is None else f"head {head}"
-    return plots.heatmap(np.round(compute.head_weights(r, layer, head), 3), list(r.tokens),
-                         title=plots.safe(f"{r.model}: layer {layer}, {what}"), colorscale="Viridis", zmin=0,
+    part = f"{PART_WORDS[r.part]}, " if r.family == "seq2seq" else ""
+    return plots.heatmap(np.round(compute.head_weights(r, layer, head), 3), list(r.key_tokens), list(r.tokens),
+                         title=plots.safe(f"{r.model}: {part}layer {layer}, {what}"), colorscale="Viridis", zmin=0,
                          zmax=None, text_format="%{z:.2f}" if len(r.tokens) <= 12 else None)
 
 
@@ -50,9 +64,9 @@ def layer_grid_figure(r: AttentionRun, layer: int, patterns: list[list[str]]):
     rows = math.ceil(r.num_heads / cols)
     fig = make_subplots(rows=rows, cols=cols, horizontal_spacing=0.03, vertical_spacing=0.08,
                         subplot_titles=[f"head {h}: {patterns[layer][h]}" for h in range(r.num_heads)])
-    labels = plots.unique_labels(list(r.tokens))
+    queries, keys = plots.unique_labels(list(r.tokens)), plots.unique_labels(list(r.key_tokens))
     for h in range(r.num_heads):
-        fig.add_trace(go.Heatmap(z=np.round(r.weights[layer, h], 3), x=labels, y=labels, zmin=0, zmax=1,
+        fig.add_trace(go.Heatmap(z=np.round(r.weights[layer, h], 3), x=keys, y=queries, zmin=0, zmax=1,
                                  colorscale="Viridis", showscale=False,
                                  hovertemplate=f"head {h}: from %{{y}} to %{{x}}: %{{z}}<extra></extra>"),
                       row=h // cols + 1, col=h % cols + 1)
@@ -92,40 +106,44 @@ def pattern_legend(patterns: list[list[str]]) -> str:
     return f'<div class="lab-legend">{chips}</div>'
 
 
-def run_notes(r: AttentionRun, loaded, text_b) -> str:
+def run_notes(r: AttentionRun, loaded, text_b, part: str) -> str:
     notes = [ui.model_badge(loaded), ui.notice(r.note)]
-    if text_b and r.causal:
+    if text_b and r.family == "causal":
         notes.append("A causal LM has no segments: sentence B simply follows A in one text.")
+    if r.seq2seq:
+        notes.append(f"{compute.DECODER_READS} Shown below: **{PART_WORDS[part]}**.")
     return "\n\n".join(filter(None, notes))
 
 
-def on_show(text, text_b, model_name, layer, head, average):
+def on_show(text, text_b, model_name, layer, head, average, part="encoder"):
     """Every view of the lab from one (cached) forward pass."""
-    loaded = models.load(model_name)
+    loaded = models.load(model_name, *FAMILIES)
     r = compute.run(loaded, text, text_b)
-    entropy, patterns = compute.summary(r)
-    layer, head, head_fig, grid_fig = heatmaps(r, layer, None if average else head, patterns)
-    frames, files = views.views(r), views.standalone_files(r)
-    counts = (f"**{r.num_layers} layers × {r.num_heads} heads = {r.num_layers * r.num_heads} heads.** "
-              "Low entropy = focused on few tokens; high = spread out.")
-    return (run_notes(r, loaded, text_b), segment_chips(r), frames["head"], frames["model"], files["head"],
-            files["model"], gr.update(maximum=r.num_layers - 1, value=layer),
-            gr.update(maximum=r.num_heads - 1, value=head or 0), head_fig, grid_fig, counts, pattern_legend(patterns),
-            map_table(r, entropy, patterns), compute.run_json(r, layer, head or 0))
+    shown = shown_part(r, part)
+    entropy, patterns = compute.summary(shown)
+    layer, head, head_fig, grid_fig = heatmaps(shown, layer, None if average else head, patterns)
+    frames, files = views.views(r, shown.part), views.standalone_files(r, shown.part)
+    counts = (f"**{shown.num_layers} layers × {shown.num_heads} heads = {shown.num_layers * shown.num_heads} "
+              "heads.** Low entropy = focused on few tokens; high = spread out.")
+    return (run_notes(r, loaded, text_b, shown.part), segment_chips(r), frames["head"], frames["model"],
+            files["head"], files["model"], gr.update(maximum=shown.num_layers - 1, value=layer),
+            gr.update(maximum=shown.num_heads - 1, value=head or 0), head_fig, grid_fig, counts,
+            pattern_legend(patterns), map_table(shown, entropy, patterns),
+            compute.run_json(r, layer, head or 0, shown.part), gr.update(visible=r.seq2seq))
 
 
-def on_heatmap(text, text_b, model_name, layer, head, average):
-    r = compute.run(model_name, text, text_b)
+def on_heatmap(text, text_b, model_name, layer, head, average, part="encoder"):
+    r = shown_part(compute.run(models.load(model_name, *FAMILIES), text, text_b), part)
     return heatmaps(r, layer, None if average else head, compute.pattern_map(r))[2:]
 
 
-def on_cell(text, text_b, model_name, evt: gr.SelectData):
+def on_cell(text, text_b, model_name, part, evt: gr.SelectData):
     """A click on the map opens that head (a click on the layer-name column does nothing)."""
     row, col = evt.index
     if col == 0:
         return (gr.update(),) * 5
     return (gr.update(value=row), gr.update(value=col - 1), gr.update(value=False),
-            *on_heatmap(text, text_b, model_name, row, col - 1, False))
+            *on_heatmap(text, text_b, model_name, row, col - 1, False, part))
 
 
 def compare_note(role: str, r: AttentionRun) -> str:
@@ -134,10 +152,14 @@ def compare_note(role: str, r: AttentionRun) -> str:
             f"**{compute.above_diagonal(r):.3f}**. Heads: {found}.")
 
 
+COMPARED = (("Encoder", ("masked", "encoder")), ("Causal LM", ("causal",)))  # role, families
+
+
 def on_compare(text, encoder_name, causal_name):
     figures, notes = [], []
-    for role, (r, error) in zip(("Encoder", "Causal LM"),
-                                each(lambda name: compute.run(name, text), (encoder_name, causal_name))):
+    asked = [(name, families) for name, (_, families) in zip((encoder_name, causal_name), COMPARED)]
+    for (role, _), (r, error) in zip(COMPARED, each(lambda pair: compute.run(models.load(pair[0], *pair[1]), text),
+                                                    asked)):
         figures.append(head_figure(r, r.num_layers - 1, None) if r else None)
         notes.append(compare_note(role, r) if r else f"**{role}**: {ui.md(error)}")
     return "\n\n".join(notes), *figures
@@ -159,7 +181,9 @@ def build(demo: gr.Blocks) -> None:
             text_b = gr.Textbox(EXAMPLES[0][1], label="Sentence B (optional; BERT reads [CLS] A [SEP] B [SEP])",
                                 max_lines=3, max_length=MAX_CHARS)
         with gr.Column(scale=2):
-            model = ui.model_dropdown("masked", "encoder", "causal", family_order=True)
+            model = ui.model_dropdown(*FAMILIES, family_order=True)
+            part = gr.Radio(PART_CHOICES, value="encoder", label="Which attention (encoder-decoder models)",
+                            info=compute.DECODER_READS, visible=False)
             show = gr.Button("Show attention", variant="primary")
     gr.Examples(EXAMPLES, inputs=[text, text_b], label="Examples", elem_id="att-examples")
     notice = gr.Markdown()
@@ -191,16 +215,17 @@ def build(demo: gr.Blocks) -> None:
         with gr.Row():
             compare_left, compare_right = gr.Plot(), gr.Plot()
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, text=text, text_b=text_b, model=model, layer=layer, head=head)
+    ui.link(__name__, text=text, text_b=text_b, model=model, layer=layer, head=head, part=part)
 
-    inputs = [text, text_b, model, layer, head, average]
+    inputs = [text, text_b, model, layer, head, average, part]
     shown = [notice, segments, head_view, model_view, head_download, model_download, layer, head, head_plot,
-             grid_plot, counts, legend, head_map, result_json]
-    ui.wire(show.click, on_show, inputs, shown)
+             grid_plot, counts, legend, head_map, result_json, part]
+    ui.wire([show.click, part.input], on_show, inputs, shown)
     ui.on_load(demo, on_show, inputs, shown)
     ui.wire([layer.release, head.release, average.change], on_heatmap, inputs, [head_plot, grid_plot])
-    ui.wire(head_map.select, on_cell, [text, text_b, model], [layer, head, average, head_plot, grid_plot])
+    ui.wire(head_map.select, on_cell, [text, text_b, model, part], [layer, head, average, head_plot, grid_plot])
     ui.wire(compare_btn.click, on_compare, [text, compare_encoder, compare_causal],
             [compare_note, compare_left, compare_right])
     ui.api(compute.attention_result, "attention",
-           "Attention of one layer and head for a text (or pair), with every head's entropy and pattern label.")
+           "Attention of one layer and head for a text (or pair), with every head's entropy and pattern label; "
+           "for an encoder-decoder, part = encoder, decoder or cross, and the decoder's tokens and attention.")

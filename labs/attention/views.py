@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from labs.attention.compute import AttentionRun
+from labs.attention.compute import PARTS, AttentionRun
 from labs.errors import BadInput
 
 VENDOR = Path(__file__).resolve().parents[2] / "assets" / "vendor"
@@ -40,18 +40,28 @@ def _bertviz_js(view: str) -> str:
 
 # Rebuilds bertviz's Python-side params in the page from a compact payload (weights as integer
 # thousandths in one flat list): the same structure bertviz's head_view()/model_view() build,
-# at about a third of the size.
+# at about a third of the size. An encoder-decoder's payload has its decoder's tokens and two more
+# lists (decoder, cross), which become bertviz's "Encoder", "Decoder" and "Cross" entries, as its
+# head_view(encoder_attention=..., decoder_attention=..., cross_attention=...) builds them.
 EXPAND_JS = """
-function labAttention(p) {
-  const L = p.layers, H = p.heads, t = p.tokens, n = t.length, q = p.q, b = p.sentence_b_start;
-  const full = [];
+function labExpand(q, L, H, left, right) {
+  const n = left.length, m = right.length, full = [];
   for (let l = 0; l < L; l++) { const layer = [];
     for (let h = 0; h < H; h++) { const rows = [];
-      for (let i = 0; i < n; i++) { const base = ((l * H + h) * n + i) * n, row = new Array(n);
-        for (let j = 0; j < n; j++) row[j] = q[base + j] / 1000;
+      for (let i = 0; i < n; i++) { const base = ((l * H + h) * n + i) * m, row = new Array(m);
+        for (let j = 0; j < m; j++) row[j] = q[base + j] / 1000;
         rows.push(row); }
       layer.push(rows); }
     full.push(layer); }
+  return full;
+}
+function labAttention(p) {
+  const L = p.layers, H = p.heads, t = p.tokens, n = t.length, b = p.sentence_b_start;
+  const full = labExpand(p.q, L, H, t, t);
+  if (p.decoder_tokens) { const d = p.decoder_tokens;
+    return [{name: 'Encoder', attn: full, left_text: t, right_text: t},
+            {name: 'Decoder', attn: labExpand(p.dq, L, H, d, d), left_text: d, right_text: d},
+            {name: 'Cross', attn: labExpand(p.cq, L, H, d, t), left_text: d, right_text: t}]; }
   if (b === null) return [{name: null, attn: full, left_text: t, right_text: t}];
   const cut = (r0, r1, c0, c1) => full.map(ly => ly.map(hd => hd.slice(r0, r1).map(row => row.slice(c0, c1))));
   const A = [0, b], B = [b, n];
@@ -65,6 +75,7 @@ function labAttention(p) {
 
 _FILTERS = ("All", "Sentence A -> Sentence A", "Sentence B -> Sentence B", "Sentence A -> Sentence B",
             "Sentence B -> Sentence A")
+SEQ2SEQ_FILTERS = ("Encoder", "Decoder", "Cross")  # in the order of compute.PARTS
 
 
 def safe_json(value) -> str:
@@ -73,47 +84,76 @@ def safe_json(value) -> str:
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
+def _thousandths(weights: np.ndarray, layers: int, heads: int) -> list[int]:
+    return np.rint(weights[:layers, :heads] * 1000).astype(np.int32).ravel().tolist()
+
+
+def shown_layers_heads(r: AttentionRun) -> tuple[int, int]:
+    """Layers and heads bertviz draws: every one, or for an encoder-decoder those all three kinds
+    share (bertviz's layer menu is one for all three; T5's encoder and decoder are the same size)."""
+    if not r.seq2seq:
+        return r.num_layers, r.num_heads
+    shapes = (r.weights.shape, r.decoder_weights.shape, r.cross_weights.shape)
+    return min(s[0] for s in shapes), min(s[1] for s in shapes)
+
+
 def view_payload(r: AttentionRun) -> dict:
-    return {"tokens": list(r.tokens), "sentence_b_start": r.sentence_b_start, "layers": r.num_layers,
-            "heads": r.num_heads, "q": np.rint(r.weights * 1000).astype(np.int32).ravel().tolist()}
+    layers, heads = shown_layers_heads(r)
+    payload = {"tokens": list(r.tokens), "sentence_b_start": r.sentence_b_start, "layers": layers,
+               "heads": heads, "q": _thousandths(r.weights, layers, heads)}
+    if r.seq2seq:
+        payload.update(decoder_tokens=list(r.decoder_tokens), dq=_thousandths(r.decoder_weights, layers, heads),
+                       cq=_thousandths(r.cross_weights, layers, heads))
+    return payload
 
 
 def view_height(r: AttentionRun, view: str) -> int:
     """Pixels the view needs (from bertviz's own layout constants), so the iframe does not scroll."""
-    n = len(r.tokens)
+    n = max(len(r.tokens), len(r.decoder_tokens))
     if view == "head":
         return int(HEAD_ZOOM * (100 + 22.5 * n))
-    thumbnail = n * 7 * 12 / r.num_heads + 10
-    return int(max(r.num_layers * thumbnail + 38, n * 18 + 55) + 90)
+    layers, heads = shown_layers_heads(r)
+    thumbnail = n * 7 * 12 / heads + 10
+    return int(max(layers * thumbnail + 38, n * 18 + 55) + 90)
 
 
-def view_document(r: AttentionRun, view: str, scripts: str = "inline") -> str:
+def filter_controls(r: AttentionRun) -> str:
+    """bertviz's "Attention:" menu: sentence A/B filters for a pair, the three kinds for an encoder-decoder."""
+    names = SEQ2SEQ_FILTERS if r.seq2seq else _FILTERS if r.sentence_b_start is not None else ()
+    if not names:
+        return ""
+    options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(names))
+    return f' Attention: <select id="filter">{options}</select>'
+
+
+def view_document(r: AttentionRun, view: str, scripts: str = "inline", part: str = "encoder") -> str:
     """A complete HTML page with bertviz's head or model view of this run.
 
     scripts="inline" puts require.js, d3 and jquery in the page (a standalone file that works
     offline); scripts="served" points at this server's copy (`gradio_api/file=...`, relative to
-    the app's page), which the browser fetches once and caches instead of receiving ~400 KB per view."""
+    the app's page), which the browser fetches once and caches instead of receiving ~400 KB per view.
+    For an encoder-decoder, bertviz's menu offers encoder, decoder and cross-attention, `part` first."""
     if view not in ("head", "model"):
         raise BadInput("The view is 'head' or 'model'.")
+    first = PARTS.index(part) if r.seq2seq and part in PARTS else 0
     if scripts == "inline":
         libs = "".join(f"<script>{(VENDOR / name).read_text()}</script>\n" for name in VENDORED_JS)
     else:
         libs = "".join(f'<script src="gradio_api/file={html.escape(str(VENDOR / name))}"></script>\n'
                        for name in VENDORED_JS)
     root = f"bertviz-{view}"
-    layers, heads = list(range(r.num_layers)), list(range(r.num_heads))
+    num_layers, num_heads = shown_layers_heads(r)
+    layers, heads = list(range(num_layers)), list(range(num_heads))
     if view == "head":
-        params = (f"{{attention: labAttention(LAB_DATA), default_filter: '0', root_div_id: '{root}', layer: null, "
-                  f"heads: null, include_layers: {layers}}}")
+        params = (f"{{attention: labAttention(LAB_DATA), default_filter: '{first}', root_div_id: '{root}', "
+                  f"layer: null, heads: null, include_layers: {layers}}}")
         controls = 'Layer: <select id="layer"></select>'
     else:
-        params = (f"{{attention: labAttention(LAB_DATA), default_filter: '0', display_mode: 'light', "
+        params = (f"{{attention: labAttention(LAB_DATA), default_filter: '{first}', display_mode: 'light', "
                   f"root_div_id: '{root}', include_layers: {layers}, include_heads: {heads}, "
-                  f"total_heads: {r.num_heads}}}")
+                  f"total_heads: {num_heads}}}")
         controls = ""
-    if r.sentence_b_start is not None:
-        options = "".join(f'<option value="{i}">{name}</option>' for i, name in enumerate(_FILTERS))
-        controls += f' Attention: <select id="filter">{options}</select>'
+    controls += filter_controls(r).replace(f'value="{first}"', f'value="{first}" selected', 1)
     script = _bertviz_js(view).replace("PYTHON_PARAMS", params)
     title = f"bertviz {view} view: {r.model}"
     return f"""<!DOCTYPE html>
@@ -139,9 +179,9 @@ def iframe(document: str, height: int, title: str) -> str:
             f'srcdoc="{html.escape(document, quote=True)}"></iframe>')
 
 
-def views(r: AttentionRun) -> dict[str, str]:
+def views(r: AttentionRun, part: str = "encoder") -> dict[str, str]:
     """Both views as iframes for the app page."""
-    return {view: iframe(view_document(r, view, scripts="served"), view_height(r, view),
+    return {view: iframe(view_document(r, view, scripts="served", part=part), view_height(r, view),
                          f"bertviz {view} view of {r.model}") for view in VIEWS}
 
 
@@ -163,10 +203,11 @@ def _keep_newest(folder: Path, keep: int) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def standalone_files(r: AttentionRun) -> dict[str, str]:
+def standalone_files(r: AttentionRun, part: str = "encoder") -> dict[str, str]:
     """Both views as standalone HTML files (scripts inlined, so they open offline), for download.
     Named by a hash of the run: the same text is written once."""
-    digest = hashlib.sha256(repr((r.model, r.tokens, r.segments)).encode()).hexdigest()[:16]
+    part = part if r.seq2seq else "encoder"
+    digest = hashlib.sha256(repr((r.model, r.tokens, r.segments, part)).encode()).hexdigest()[:16]
     paths = {}
     if not (_DOWNLOADS / digest).exists():
         _keep_newest(_DOWNLOADS, KEPT_DOWNLOADS - 1)
@@ -177,7 +218,7 @@ def standalone_files(r: AttentionRun) -> dict[str, str]:
             # One partial file per writer: two students asking for the same new text at once each
             # write their own, and the atomic replace leaves one whole file (never half of one).
             partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.partial")
-            partial.write_text(view_document(r, view, scripts="inline"), encoding="utf-8")
+            partial.write_text(view_document(r, view, scripts="inline", part=part), encoding="utf-8")
             partial.replace(path)
         paths[view] = str(path)
     return paths

@@ -1,7 +1,11 @@
 """Embeddings: the same word, different vectors. A word's vector in several sentences, at every
 layer, from one padded forward pass (labs.lm.hidden_states); its static vector (the word's own row
 of the input embedding matrix: word2vec's view); their cosine similarities, a 2-D PCA map, and
-mean-pooled sentence vectors."""
+mean-pooled sentence vectors.
+
+Every family serves: an encoder (masked LM or not) and an encoder-decoder's encoder (T5) read both
+sides of the word; a causal LM reads its left only. A handler or the API resolves the model once
+(`check_model`) and passes the loaded model to `run`."""
 
 from __future__ import annotations
 
@@ -20,6 +24,12 @@ The bank approved my loan yesterday. | money"""
 CAUSAL_EXAMPLE = "The bank was flooded.\nThe bank was robbed."
 MIN_SENTENCES, MAX_SENTENCES = 2, 10
 MAX_TOKENS = 128  # per sentence: a long sentence is plenty to see senses separate
+# Every family serves, those that read both sides of the word first (the dropdown's order).
+FAMILIES = ("masked", "encoder", "seq2seq", "causal")
+BOTH_SIDES = ("masked", "encoder", "seq2seq")
+LEFT_ONLY = ("causal",)
+# Which stack the vectors come from: an encoder-decoder gives its encoder's, a causal LM its decoder's.
+VECTORS_FROM = {"masked": "encoder", "encoder": "encoder", "seq2seq": "encoder", "causal": "decoder"}
 # Left out when the shared word is found for the student: "the" is shared but says nothing.
 STOPWORDS = frozenset("a an the and or but of to in on at by for with from is was were be been are it its this "
                       "that i you he she we they my your his her our their".split())
@@ -37,6 +47,7 @@ class Sentence:
 class EmbeddingsRun:
     model: str
     source: str
+    family: str  # models.FAMILIES: an encoder-decoder's vectors are its encoder's
     word: str
     word_pieces: list[str]
     sentences: list[Sentence]
@@ -47,6 +58,22 @@ class EmbeddingsRun:
     @property
     def num_layers(self) -> int:
         return self.by_layer.shape[0] - 1
+
+    @property
+    def vectors_from(self) -> str:
+        """"encoder" (an encoder, or an encoder-decoder's encoder) or "decoder" (a causal LM)."""
+        return VECTORS_FROM[self.family]
+
+    @property
+    def layer0_is_static(self) -> bool:
+        """Is layer 0 the static vector itself in every sentence? Yes where no position vector is added
+        to the token's embedding (T5's relative positions, Llama's rotary ones act inside attention)."""
+        return bool(np.allclose(self.by_layer[0], self.static, rtol=1e-5, atol=1e-6))
+
+    @property
+    def reads(self) -> str:
+        """What a word's vector can depend on: "both sides" of it, or its "left only"."""
+        return "left only" if self.family in LEFT_ONLY else "both sides"
 
 
 def parse_sentences(text) -> list[tuple[str, str]]:
@@ -104,17 +131,28 @@ def static_vector(loaded: models.LoadedModel, word: str) -> np.ndarray:
     return rows.float().mean(dim=0).cpu().numpy()
 
 
-def check_model(model) -> models.LoadedModel:
-    return models.load(model)
+def check_model(model, *families: str) -> models.LoadedModel:
+    """Resolve a model name once, at the edge (a handler, the API), as one of `families` (default: every
+    family this lab serves); a model of another family gets a one-sentence BadInput. A loaded model
+    passes through without another look-up."""
+    return models.load(model, *(families or FAMILIES))
 
 
-def run(model, sentences_text, word="") -> EmbeddingsRun:
+def check_inputs(sentences_text, word="") -> tuple[list[tuple[str, str]], str]:
+    """The (sentence, label) pairs and the word to compare (typed, or the one every sentence shares)."""
     pairs = parse_sentences(sentences_text)
-    texts = [s for s, _ in pairs]
-    word = check_text(word, "bank", max_chars=50, what="word", allow_empty=True) or shared_word(texts)
+    word = check_text(word, "bank", max_chars=50, what="word", allow_empty=True) or shared_word([s for s, _ in pairs])
     if len(word.split()) > 1:
         raise BadInput("Type one word to compare (no spaces), for example: bank")
-    loaded = check_model(model)
+    return pairs, word
+
+
+def run(loaded: models.LoadedModel, sentences_text, word="") -> EmbeddingsRun:
+    """The word's vectors in every sentence at every layer. `loaded`: what check_model returns; for an
+    encoder-decoder, its encoder's hidden states (lm.hidden_states)."""
+    pairs, word = check_inputs(sentences_text, word)
+    loaded = check_model(loaded)
+    texts = [s for s, _ in pairs]
     encoded = [tokenize_with_word(loaded, s, word, i + 1) for i, s in enumerate(texts)]
     states = lm.hidden_states(loaded, [ids for ids, _ in encoded])  # one padded forward pass
     by_layer = np.stack([s[:, positions].mean(axis=1) for s, (_, positions) in zip(states, encoded)], axis=1)
@@ -124,7 +162,8 @@ def run(model, sentences_text, word="") -> EmbeddingsRun:
     word_pieces = models.readable_tokens(loaded.tokenizer, [first[0][p] for p in first[1]])
     sentences = [Sentence(t, label, models.readable_tokens(loaded.tokenizer, ids), positions)
                  for (t, label), (ids, positions) in zip(pairs, encoded)]
-    return EmbeddingsRun(loaded.name, loaded.source, word, word_pieces, sentences, static, by_layer, pooled)
+    return EmbeddingsRun(loaded.name, loaded.source, loaded.family, word, word_pieces, sentences, static, by_layer,
+                         pooled)
 
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
@@ -168,7 +207,8 @@ def rounded(array: np.ndarray) -> list:
 def to_json(r: EmbeddingsRun, layer: int) -> dict:
     """A run as the `embeddings` API returns it, with the map at `layer` (checked; -1 = the last)."""
     layer = check_layer(layer, r.num_layers)
-    return {"model": r.model, "source": r.source, "word": r.word, "num_layers": r.num_layers, "layer": layer,
+    return {"model": r.model, "source": r.source, "family": r.family, "vectors_from": r.vectors_from,
+            "reads": r.reads, "word": r.word, "num_layers": r.num_layers, "layer": layer,
             "sentences": [{"text": s.text, "label": s.label, "tokens": s.tokens, "positions": s.positions}
                           for s in r.sentences],
             "static_similarity": rounded(cosine_matrix(r.static)),
@@ -178,5 +218,7 @@ def to_json(r: EmbeddingsRun, layer: int) -> dict:
 
 
 def embeddings_json(sentences: str, word: str = "", model: str = "", layer: int = -1) -> dict:
-    """The `embeddings` API: the word's vectors compared across sentences, at every layer."""
-    return to_json(run(model, sentences, word), layer)
+    """The `embeddings` API: the word's vectors compared across sentences, at every layer (an
+    encoder-decoder's: its encoder's). Typed input is checked before the model is looked up, once."""
+    check_inputs(sentences, word)
+    return to_json(run(check_model(model), sentences, word), layer)

@@ -9,24 +9,36 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from labs import models, plots, ui
+from labs import plots, ui
 from labs.embeddings import compute
 from labs.errors import check_int
 
 TITLE = "Embeddings"
+ID = "embeddings"  # the ?tab= link and the folder
 EXPLAINER = """**A static embedding (word2vec) gives "bank" one vector; BERT gives every "bank" its own.**
 Type sentences that share a word (one per line, optionally `| sense`) and see how similar the word's
-vectors are, layer by layer: identical in the embedding matrix, then pulled apart by the context."""
+vectors are, layer by layer: identical in the embedding matrix, then pulled apart by the context. For an
+encoder-decoder such as T5, the vectors are its encoder's (the part that reads the whole input)."""
 TRY_THIS = (
     "\"bat\": The bat flew out of the cave. | animal / He swung the bat. | cricket. Where do the senses separate?",
     "\"I record the record\": type the sentence twice with labels verb / noun and the word \"record\"; is the "
     "first \"record\" the one compared? Move it to check.",
     "Same sense, different neighbours: \"The cat sat on the mat.\" vs \"A cat slept on my bed.\" Similar?",
     "Left only vs both sides: with a causal LM, can two sentences that only differ after the word give it "
-    "different vectors?")
-LEFT_ONLY_NOTE = ("A causal LM reads left to right: the word's vector depends only on the words before it, so two "
-                  "sentences that differ only after it give it exactly the same vector (cosine 1.000) at every "
-                  "layer. An encoder reads both sides, so the vectors differ.")
+    "different vectors? And with T5's encoder?")
+# What each family's vectors are and what they can depend on, for the notes under a result.
+READS = {
+    "masked": "a masked LM, an encoder: it reads both sides of the word, so the words after it change its vector.",
+    "encoder": "an encoder: it reads both sides of the word, so the words after it change its vector.",
+    "seq2seq": ("an encoder-decoder: these are its encoder's vectors, and the encoder reads both sides of the word "
+                "(only the decoder, which writes the output, reads left to right), so the words after it change "
+                "its vector."),
+    "causal": ("a causal LM: it reads left to right, so the word's vector depends only on the words before it; two "
+               "sentences that differ only after it give it exactly the same vector (cosine 1.000) at every layer."),
+}
+NO_POSITIONS_NOTE = ("At layer 0 the word's vector is still its static vector: this model adds no position vectors "
+                     "(its positions act inside attention: relative in T5, rotary in Llama), so the context has not "
+                     "reached it yet.")
 LAYER_LABEL = "Layer (−1 = the static vector, 0 = embeddings + positions, then each layer)"
 
 
@@ -89,7 +101,9 @@ def pieces_note(r: compute.EmbeddingsRun) -> str:
     pieces = ", ".join(r.word_pieces)
     split = (f"\"{r.word}\" is one token ({pieces})." if len(r.word_pieces) == 1 else
              f"\"{r.word}\" is split into {len(r.word_pieces)} pieces ({pieces}): their vectors are averaged.")
-    return ui.md(f"Comparing \"{r.word}\" with {r.model}, {r.num_layers} layers. {split}")
+    layers = f"{r.num_layers} {'encoder ' if r.family == 'seq2seq' else ''}layers"
+    about = f"{r.model} is {READS[r.family]}" + (f" {NO_POSITIONS_NOTE}" if r.layer0_is_static else "")
+    return ui.md(f"Comparing \"{r.word}\" with {r.model}, {layers}. {split} {about}")
 
 
 def sentence_figure(r: compute.EmbeddingsRun):
@@ -114,7 +128,7 @@ def shown_layer(layer, r: compute.EmbeddingsRun) -> int:
 
 
 def on_show(sentences, word, model, layer):
-    r = compute.run(model, sentences, word)
+    r = compute.run(compute.check_model(model), sentences, word)  # the model resolved once per click
     layer = shown_layer(layer, r)
     return (pieces_note(r), similarity_figure(r, layer), senses_figure(r), map_figure(r, layer), sentence_figure(r),
             gr.update(choices=pair_choices(len(r.sentences)), value=None), "",
@@ -122,32 +136,41 @@ def on_show(sentences, word, model, layer):
 
 
 def on_layer(sentences, word, model, layer):
-    r = compute.run(model, sentences, word)  # the hidden states are cached: no new forward pass
+    r = compute.run(compute.check_model(model), sentences, word)  # the hidden states are cached: no new pass
     layer = shown_layer(layer, r)
     return similarity_figure(r, layer), map_figure(r, layer)
 
 
 def on_reveal(sentences, word, model, guess):
-    i, j, similarity = closest_pair(compute.run(model, sentences, word))
+    i, j, similarity = closest_pair(compute.run(compute.check_model(model), sentences, word))
     answer = f"{i + 1} and {j + 1}"
     verdict = "" if not guess else ("✅ Right: " if guess == answer else f"❌ You picked {ui.md(guess)}. ")
     return f"{verdict}Sentences **{answer}** are the closest (cosine {similarity:.3f})."
 
 
 def on_compare(sentences, word, encoder, causal):
-    """The word's similarity between sentence 1 and 2 at every layer, an encoder beside a causal LM."""
+    """The word's similarity between sentence 1 and 2 at every layer: a model that reads both sides (an
+    encoder, or an encoder-decoder's encoder) beside a causal LM. Each is resolved once, for its slot."""
+    compute.check_inputs(sentences, word)  # typed input first, before any model is looked up
+    sides = ((compute.check_model(encoder, *compute.BOTH_SIDES), plots.BLUE),
+             (compute.check_model(causal, *compute.LEFT_ONLY), plots.RED))
     fig, lines = go.Figure(), []
-    for name, colour in ((encoder, plots.BLUE), (causal, plots.RED)):
-        r = compute.run(name, sentences, word)
+    for loaded, colour in sides:
+        r = compute.run(loaded, sentences, word)
         similarity = compute.cosine_matrix(r.by_layer)[:, 0, 1]
         depth = np.linspace(0, 1, len(similarity))
         fig.add_trace(go.Scatter(x=depth, y=similarity, name=plots.safe(r.model), line=dict(color=colour, width=4),
                                  hovertext=[f"layer {i}" for i in range(len(similarity))]))
-        lines.append(f"{ui.md(r.model)}: lowest cosine {similarity.min():.4f}")
+        lines.append(f"**{ui.md(r.model)}**: lowest cosine {similarity.min():.4f}. {ui.md(r.model)} is "
+                     f"{READS[r.family]}")
     plots.style(fig, plots.safe(f"\"{r.word}\" in sentences 1 and 2, every layer"), 360, legend=dict(orientation="h"))
     fig.update_xaxes(title="depth (0 = embeddings, 1 = last layer)")
     fig.update_yaxes(title="cosine similarity")
-    return fig, f"{'; '.join(lines)}. {LEFT_ONLY_NOTE}"
+    return fig, "\n\n".join(lines)
+
+
+def causal_example():
+    return compute.CAUSAL_EXAMPLE, "bank"
 
 
 def build(demo: gr.Blocks) -> None:
@@ -157,7 +180,8 @@ def build(demo: gr.Blocks) -> None:
                                lines=5, max_lines=10, scale=3, max_length=2000)
         with gr.Column(scale=2):
             word = gr.Textbox("bank", label="The word (empty: the word every sentence shares)", max_length=50)
-            model = ui.model_dropdown(*models.FAMILIES, label="Model", family_order=True)
+            model = ui.model_dropdown(*compute.FAMILIES, label="Model (an encoder-decoder such as T5: its encoder's "
+                                      "vectors)", family_order=True)
     show = gr.Button("Compare the vectors", variant="primary")
     note = gr.Markdown()
     layer = gr.Slider(-1, 12, value=-1, step=1, label=LAYER_LABEL)
@@ -173,7 +197,8 @@ def build(demo: gr.Blocks) -> None:
         sentence_plot = gr.Plot(label="Sentence similarity")
     with gr.Accordion("Left only vs both sides: an encoder beside a causal LM", open=False):
         with gr.Row():
-            encoder = ui.model_dropdown("masked", "encoder", label="Encoder")
+            encoder = ui.model_dropdown(*compute.BOTH_SIDES, label="Reads both sides: an encoder, or an "
+                                        "encoder-decoder's encoder (T5)", family_order=True)
             causal = ui.model_dropdown("causal", label="Causal LM")
         with gr.Row():
             example = gr.Button("Load \"The bank was flooded / robbed\"")
@@ -189,10 +214,11 @@ def build(demo: gr.Blocks) -> None:
     ui.on_load(demo, on_show, inputs, shown)
     ui.wire(layer.release, on_layer, inputs, [similarity, word_map], show_progress="hidden")
     ui.wire(reveal.click, on_reveal, [sentences, word, model, guess], verdict)
-    ui.wire(example.click, lambda: (compute.CAUSAL_EXAMPLE, "bank"), None, [sentences, word], queue=False).then(
+    ui.wire(example.click, causal_example, None, [sentences, word], queue=False).then(
         ui.friendly(on_compare), [sentences, word, encoder, causal], [compare_plot, compare_note],
         api_visibility="private")
     ui.wire(compare.click, on_compare, [sentences, word, encoder, causal], [compare_plot, compare_note])
     ui.api(compute.embeddings_json, "embeddings",
-           "embeddings(sentences, word, model, layer) -> {model, source, word, num_layers, layer, sentences, "
-           "static_similarity, similarity_by_layer, projection, sentence_similarity}")
+           "embeddings(sentences, word, model, layer) -> {model, source, family, vectors_from, reads, word, "
+           "num_layers, layer, sentences, static_similarity, similarity_by_layer, projection, sentence_similarity}; "
+           "an encoder-decoder (T5) gives its encoder's vectors")

@@ -1,6 +1,7 @@
 """Masks, the computation: causal vs bidirectional attention masks for the student's own sentence,
 the counts, the masked softmax, padding, encoder–decoder masks, and the proof on real models'
-attention weights (exercise B1.2)."""
+attention weights (exercise B1.2). An encoder-decoder (T5) serves both sides of the proof: its
+encoder's self-attention (bidirectional) and its decoder's (causal), read from one forward pass."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ MAX_TOKENS = 64
 MODEL_TOKENS = 128  # the real models read at most this many tokens (as in the Attention lab)
 EXAMPLE = "The cat sat on the mat"
 ARITHMETIC_TOKENS = 6  # the worked softmax example stays readable at this size
-ENCODER_FAMILIES, CAUSAL_FAMILIES = ("masked", "encoder"), ("causal",)
+# What each side of the proof serves: an encoder-decoder's encoder on the bidirectional side, its decoder
+# (reading the sentence itself, teacher-forced) on the causal side.
+ENCODER_FAMILIES, CAUSAL_FAMILIES = ("masked", "encoder", "seq2seq"), ("causal", "seq2seq")
+ROLES = (("encoder", ENCODER_FAMILIES), ("causal", CAUSAL_FAMILIES))  # the API's two sides
+PART_WORDS = {"self": "self-attention", "encoder": "encoder self-attention",
+              "decoder": "decoder self-attention, reading the sentence teacher-forced"}
 
 
 def check_sentence(text) -> str:
@@ -108,17 +114,21 @@ def encoder_decoder_masks(source, target) -> dict:
             "decoder": causal_mask(len(tgt)), "cross": np.ones((len(tgt), len(src)), dtype=int)}
 
 
-def model_tokens(model_name, text) -> list[str]:
+def model_tokens(loaded: models.LoadedModel, text) -> list[str]:
     """The model's own subword tokens (with its special tokens), for the masks' labels."""
-    tokenizer = models.load(model_name).tokenizer
-    return models.readable_tokens(tokenizer, tokenizer(check_sentence(text))["input_ids"])
+    return models.readable_tokens(loaded.tokenizer, loaded.tokenizer(check_sentence(text))["input_ids"])
 
 
-def model_attentions(model_name, text, families: tuple[str, ...] = ()) -> tuple[list[str], np.ndarray]:
-    """A real model's tokens and all its attention weights [layers, heads, n, n] (first 128 tokens)."""
-    loaded = models.load(model_name, *families)
+def model_attentions(loaded: models.LoadedModel, text, part: str = "self") -> tuple[list[str], np.ndarray]:
+    """A real model's tokens and all its attention weights [layers, heads, n, n] (first 128 tokens).
+    part: "self" (the only kind an encoder or a causal LM has), or an encoder-decoder's "encoder" or
+    "decoder" (the decoder reads the sentence itself: its start token, then the sentence less its end)."""
     ids = loaded.tokenizer(check_sentence(text))["input_ids"][:min(MODEL_TOKENS, loaded.max_tokens)]
-    return models.readable_tokens(loaded.tokenizer, ids), lm.attentions(loaded, ids)
+    if part != "decoder" or loaded.family != "seq2seq":
+        return models.readable_tokens(loaded.tokenizer, ids), lm.attentions(loaded, ids)
+    decoder_ids = lm.decoder_input(loaded, ids)
+    _, decoder, _ = lm.seq2seq_attentions(loaded, ids, decoder_ids)
+    return models.readable_tokens(loaded.tokenizer, decoder_ids), decoder
 
 
 @dataclass
@@ -128,11 +138,19 @@ class RealAttention:
     tokens: list[str]
     weights: np.ndarray  # the chosen layer, one head or the mean over heads
     max_above_diagonal: float  # over every layer and head
+    part: str = "self"  # "self", or an encoder-decoder's "encoder" or "decoder" (see PART_WORDS)
 
 
-def real_attention(model_name, text, layer=-1, head=None, families: tuple[str, ...] = ()) -> RealAttention:
-    loaded = models.load(model_name, *families)
-    tokens, weights = model_attentions(loaded, text)
+def part_for(loaded: models.LoadedModel, role: str) -> str:
+    """Which attention shows this side's mask: an encoder-decoder's encoder (bidirectional side) or
+    decoder (causal side); a model with one kind has only "self"."""
+    if loaded.family != "seq2seq":
+        return "self"
+    return "decoder" if role == "causal" else "encoder"
+
+
+def real_attention(loaded: models.LoadedModel, text, layer=-1, head=None, part: str = "self") -> RealAttention:
+    tokens, weights = model_attentions(loaded, text, part)
     n_layers, n_heads = weights.shape[:2]
     layer = check_int(layer, "The layer")
     head = None if head is None else check_int(head, "The head")
@@ -141,23 +159,36 @@ def real_attention(model_name, text, layer=-1, head=None, families: tuple[str, .
     chosen = weights[layer].mean(axis=0) if head is None else weights[layer, head]
     above = np.triu(np.ones(weights.shape[-2:], dtype=bool), k=1)
     return RealAttention(loaded.name, loaded.source, tokens, chosen,
-                         float(weights[..., above].max()) if above.any() else 0.0)
+                         float(weights[..., above].max()) if above.any() else 0.0,
+                         part if loaded.family == "seq2seq" else "self")
 
 
-def real_pair(text, encoder_model, causal_model, layer=-1, head=None) -> list[tuple[RealAttention | None, str | None]]:
-    """The encoder's and the causal LM's attention, each (result, None) or (None, why it failed)."""
-    return each(lambda pair: real_attention(pair[0], text, layer, head, pair[1]),
+def resolve_pair(encoder_model, causal_model) -> list[tuple[models.LoadedModel | None, str | None]]:
+    """Both sides' models, resolved once: each (loaded, None) or (None, why it cannot be used: a
+    model of a family that side does not serve, or one that cannot be loaded)."""
+    return each(lambda pair: models.load(pair[0], *pair[1]),
                 [(encoder_model, ENCODER_FAMILIES), (causal_model, CAUSAL_FAMILIES)])
+
+
+def real_pair(text, resolved, layer=-1, head=None) -> list[tuple[RealAttention | None, str | None]]:
+    """The encoder's and the causal LM's attention (from resolve_pair's models), each (result, None)
+    or (None, why it failed)."""
+    return [(None, error) if loaded is None else
+            each(lambda m: real_attention(m, text, layer, head, part_for(m, role)), [loaded])[0]
+            for (role, _), (loaded, error) in zip(ROLES, resolved)]
 
 
 def masks_result(text: str, encoder_model: str, causal_model: str) -> dict:
     """The `masks` API: both masks, the counts, and the real models' largest weight above the
-    diagonal (exactly 0 for a causal LM). A model that cannot be used gives an "error" entry."""
+    diagonal (exactly 0 for a causal LM). A model that cannot be used gives an "error" entry. Each
+    side's "part" says which attention it read: "self", or an encoder-decoder's "encoder" (on the
+    encoder side) or "decoder" (on the causal side, its "tokens" then being what the decoder reads)."""
     tokens, _ = sentence_tokens(text)
     real = {}
-    for role, name, (r, error) in zip(("encoder", "causal"), (encoder_model, causal_model),
-                                      real_pair(text, encoder_model, causal_model)):
-        real[role] = ({"model": r.model, "tokens": r.tokens, "max_above_diagonal": r.max_above_diagonal} if r else
+    for (role, _), name, (r, error) in zip(ROLES, (encoder_model, causal_model),
+                                           real_pair(text, resolve_pair(encoder_model, causal_model))):
+        real[role] = ({"model": r.model, "tokens": r.tokens, "max_above_diagonal": r.max_above_diagonal,
+                       "part": r.part} if r else
                       {"model": str(name)[:80], "tokens": [], "max_above_diagonal": None, "error": error})
     return {"tokens": tokens, "bidirectional": bidirectional_mask(len(tokens)).tolist(),
             "causal": causal_mask(len(tokens)).tolist(), "connections": connections(len(tokens)), "real": real}

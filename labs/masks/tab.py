@@ -8,22 +8,25 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from labs import plots, ui
+from labs import models, plots, ui
 from labs.errors import MAX_CHARS
 from labs.masks import compute
 from labs.masks.compute import EXAMPLE
 
 TITLE = "Masks"
+ID = "masks"  # the ?tab= link and the folder
 EXPLAINER = """**The attention mask is the one structural difference between BERT and GPT.** An encoder
 lets every token attend to every other token (all ones); a decoder's lower-triangular mask hides the
 future, so each token sees only itself and what came before. Type a sentence and compare, then check
-it against the attention weights of two real models."""
+it against the attention weights of two real models. An encoder-decoder (T5) has both: pick it on either
+side to see its encoder's mask or its decoder's."""
 TRY_THIS = (
     "B1.2: for \"The [MASK] sat on the mat\", pick [MASK]. Which tokens can it attend to under each mask?",
     "Count the allowed connections for n = 6 by hand, then check with the box above. Which formula grows faster?",
     "In the real-model panel, is the largest weight above the diagonal exactly 0 for the causal LM? Why is "
     "it not for the encoder?",
-    "Open the arithmetic: why does exp(−∞) = 0 make masking exact, and why do the rows still sum to 1?")
+    "Open the arithmetic: why does exp(−∞) = 0 make masking exact, and why do the rows still sum to 1?",
+    "Pick t5-small on both sides: which of its two stacks has the encoder's mask, and which the decoder's?")
 ATTEND_HEADERS = ["to", "Can attend? (bidirectional)", "Can attend? (causal)"]
 MASK_COLOURS = {"mask": [[0, "#f3f4f6"], [1, plots.BLUE]], "padding": [[0, "#f3f4f6"], [1, plots.GREEN]],
                 "encdec": [[0, "#f3f4f6"], [1, plots.PURPLE]]}
@@ -70,7 +73,7 @@ def on_show(text, encoder_name, causal_name):
 
 def labels_for(text, encoder_name, use_subwords) -> tuple[list[str], str]:
     if use_subwords and encoder_name:
-        return compute.limit(compute.model_tokens(encoder_name, text))
+        return compute.limit(compute.model_tokens(models.load(encoder_name, *compute.ENCODER_FAMILIES), text))
     return compute.sentence_tokens(text)
 
 
@@ -102,19 +105,25 @@ def on_check(n, bidirectional_answer, causal_answer) -> str:
 
 
 def real_figure(r: compute.RealAttention, what: str):
-    return plots.heatmap(np.round(r.weights, 3), r.tokens, title=plots.safe(f"{r.model}: {what}"), zmin=0, zmax=None,
+    name = r.model if r.part == "self" else f"{r.model} ({r.part})"
+    return plots.heatmap(np.round(r.weights, 3), r.tokens, title=plots.safe(f"{name}: {what}"), zmin=0, zmax=None,
                          text_format="%{z:.2f}" if len(r.tokens) <= 12 else None, colorscale="Viridis")
+
+
+def real_note(role: str, r: compute.RealAttention) -> str:
+    part = "" if r.part == "self" else f", its {compute.PART_WORDS[r.part]}"
+    return (f"**{role} {ui.md(r.model)}** ({r.source}{part}): largest weight above the diagonal, any layer and "
+            f"head = **{r.max_above_diagonal:.6g}**")
 
 
 def on_real(text, encoder_name, causal_name, layer, head):
     head = None if head is None or int(head) < 0 else int(head)
     what = f"layer {int(layer)}, " + ("average over heads" if head is None else f"head {head}")
     figures, notes = [], []
-    for role, (r, error) in zip(("Encoder", "Causal LM"),
-                                compute.real_pair(text, encoder_name, causal_name, layer, head)):
+    resolved = compute.resolve_pair(encoder_name, causal_name)  # once per click
+    for role, (r, error) in zip(("Encoder", "Causal LM"), compute.real_pair(text, resolved, layer, head)):
         figures.append(real_figure(r, what) if r else None)
-        notes.append(f"**{role} {ui.md(r.model)}** ({r.source}): largest weight above the diagonal, any layer and "
-                     f"head = **{r.max_above_diagonal:.6g}**" if r else f"**{role}**: {ui.md(error)}")
+        notes.append(real_note(role, r) if r else f"**{role}**: {ui.md(error)}")
     return "\n\n".join(notes), *figures
 
 
@@ -165,8 +174,10 @@ def build(demo: gr.Blocks) -> None:
     with gr.Row():
         text = gr.Textbox(EXAMPLE, label="Your sentence", scale=3, max_lines=3, max_length=MAX_CHARS)
         with gr.Column(scale=2):
-            encoder = ui.model_dropdown(*compute.ENCODER_FAMILIES, label="Encoder (bidirectional)")
-            causal = ui.model_dropdown(*compute.CAUSAL_FAMILIES, label="Causal LM")
+            encoder = ui.model_dropdown(*compute.ENCODER_FAMILIES, family_order=True,
+                                        label="Encoder (bidirectional, or an encoder-decoder's)")
+            causal = ui.model_dropdown(*compute.CAUSAL_FAMILIES, label="Causal LM (or an encoder-decoder's decoder)",
+                                       family_order=True)
     show = gr.Button("Show the masks", variant="primary")
     notice = gr.Markdown()
     with gr.Row():

@@ -1,12 +1,15 @@
 """Same text, every tokenizer: how each model offered here turns a text into pieces and ids.
 
 Only the tokenizers are loaded (no weights), and the ids are exactly what the tokenizer gives the
-model: `tokenizer(text)["input_ids"]`, special tokens included."""
+model: `tokenizer(text)["input_ids"]`, special tokens included (T5's sentinels <extra_id_N> too, when
+typed). A click or an API call resolves each named tokenizer once (`resolve`) and splits with the
+tokenizers themselves (`split_with`, `split_all`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from labs import models
 from labs.errors import BadInput, check_text, message_for
@@ -18,6 +21,7 @@ EXAMPLES = [
     "In 2024, 1234567 + 89 = 1234656.",
     "Arnold Schwarzenegger met Nguyễn Thị Minh Khai in Reykjavík.",
     "Die Katze schläft auf der Matte. 🐱 猫はマットの上で寝ている。",
+    "Thank you <extra_id_0> me to your party <extra_id_1> week.",  # T5's span corruption: sentinels
 ]
 
 
@@ -26,6 +30,7 @@ class TokenizerRow:
     """One tokenizer's split of the text; `error` instead when this tokenizer cannot be had here."""
     model: str
     algorithm: str = ""
+    marks: str = ""  # how its pieces mark words: "▁ starts a word", "## continues a word", "␣ is a space"
     vocab_size: int = 0
     tokens: list[str] | None = None
     ids: list[int] | None = None
@@ -37,23 +42,45 @@ class TokenizerRow:
     def to_json(self) -> dict:
         if self.error:
             return {"model": self.model, "error": self.error}
-        return {"model": self.model, "algorithm": self.algorithm, "vocab_size": self.vocab_size,
+        return {"model": self.model, "algorithm": self.algorithm, "marks": self.marks, "vocab_size": self.vocab_size,
                 "tokens": self.tokens, "ids": self.ids, "special": self.special,
                 "chars_per_token": round(self.chars_per_token, 3)}
 
 
-def algorithm_name(tokenizer) -> str:
-    """WordPiece, byte-level BPE, SentencePiece (Unigram or BPE), read from the fast tokenizer itself."""
+def _backend_parts(tokenizer) -> tuple[str, str] | None:
+    """(the model's kind: WordPiece, BPE, Unigram; its normaliser, pre-tokenizer and decoder as text),
+    read from the fast tokenizer's `tokenizers` backend; None for a slow tokenizer."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
+        return None
+    return type(backend.model).__name__, f"{backend.normalizer} {backend.pre_tokenizer} {backend.decoder}"
+
+
+def algorithm_name(tokenizer) -> str:
+    """WordPiece, byte-level BPE, SentencePiece (Unigram or BPE), read from the fast tokenizer itself.
+    SentencePiece-style: spaces become "▁" (Metaspace, or a normaliser that replaces them), as in T5's
+    Unigram and Llama 2's BPE."""
+    parts = _backend_parts(tokenizer)
+    if parts is None:
         return type(tokenizer).__name__
-    kind = type(backend.model).__name__
-    pieces = f"{backend.pre_tokenizer} {backend.decoder}"
+    kind, pieces = parts
     if "ByteLevel" in pieces:
         return f"byte-level {kind}"
-    if "Metaspace" in pieces or kind == "Unigram":
+    if "Metaspace" in pieces or "▁" in pieces or kind == "Unigram":
         return f"SentencePiece {kind}"
     return kind
+
+
+def word_marks(tokenizer) -> str:
+    """How the pieces show where words are, in words a student reads beside the pieces."""
+    algorithm = algorithm_name(tokenizer)
+    if algorithm.startswith("byte-level"):
+        return "␣ is a space before a word"
+    if algorithm.startswith("SentencePiece"):
+        return "▁ starts a word"
+    if algorithm == "WordPiece":
+        return "## continues a word"
+    return ""
 
 
 @lru_cache(maxsize=1)
@@ -82,19 +109,28 @@ def shown_pieces(tokenizer, ids: list[int], tokens: list[str], byte_level: bool)
     return shown
 
 
-def split_with(model_name: str, text: str) -> TokenizerRow:
-    tokenizer = models.load_tokenizer(model_name)
+@dataclass
+class Resolved:
+    """One chosen tokenizer, looked up once for a request: the tokenizer, or why it cannot be had."""
+    name: str
+    tokenizer: Any = None
+    error: str | None = None
+
+
+def split_with(tokenizer, text: str, name: str = "") -> TokenizerRow:
+    """The text as this tokenizer gives it to its model. `name`: the model it belongs to."""
     ids = tokenizer(text)["input_ids"]
-    special_ids = set(tokenizer.all_special_ids)
+    special_ids = set(tokenizer.all_special_ids)  # T5's sentinels <extra_id_N> among them
     special = [i in special_ids for i in ids]
     pieces = max(1, len(ids) - sum(special))
     algorithm, tokens = algorithm_name(tokenizer), models.readable_tokens(tokenizer, ids)
-    return TokenizerRow(models.get_choice(model_name).name, algorithm, len(tokenizer), tokens, list(ids), special,
+    return TokenizerRow(name, algorithm, word_marks(tokenizer), len(tokenizer), tokens, list(ids), special,
                         len(text) / pieces, shown=shown_pieces(tokenizer, ids, tokens, algorithm.startswith("byte")))
 
 
 def check_models(names) -> list[str]:
-    """A list of registry names; empty (or None) means every model offered here."""
+    """A list of registry names; empty (or None) means every model offered here (offline, that leaves
+    out the Hub's models that are not in the local cache: nothing tries to reach them)."""
     if names in (None, "", []):
         return list(models.registry())
     if isinstance(names, str):
@@ -104,16 +140,37 @@ def check_models(names) -> list[str]:
     return [models.get_choice(n).name for n in names]  # an unknown name: ModelUnavailable, named
 
 
-def tokenize(text, model_names=None) -> list[TokenizerRow]:
-    """Every chosen tokenizer's split; one that fails keeps its row with the reason."""
-    text = check_text(text, EXAMPLES[0], max_chars=MAX_CHARS)
-    rows = []
-    for name in check_models(model_names):
+def resolve(names=None) -> list[Resolved]:
+    """Each chosen model's tokenizer, loaded (or found) once for this request; one that cannot be had
+    keeps its place with the reason, so the others are still shown."""
+    found = []
+    for name in check_models(names):
         try:
-            rows.append(split_with(name, text))
+            found.append(Resolved(name, models.load_tokenizer(name)))
         except Exception as exc:  # one tokenizer missing keeps the others
-            rows.append(TokenizerRow(name, error=message_for(exc)))
+            found.append(Resolved(name, error=message_for(exc)))
+    return found
+
+
+def split_all(text: str, tokenizers: list[Resolved]) -> list[TokenizerRow]:
+    """Every resolved tokenizer's split of the (checked) text; one that fails keeps its row with the reason."""
+    rows = []
+    for t in tokenizers:
+        if t.error is not None:
+            rows.append(TokenizerRow(t.name, error=t.error))
+            continue
+        try:
+            rows.append(split_with(t.tokenizer, text, t.name))
+        except Exception as exc:
+            rows.append(TokenizerRow(t.name, error=message_for(exc)))
     return rows
+
+
+def tokenize(text, model_names=None) -> list[TokenizerRow]:
+    """Every chosen tokenizer's split (empty: every model offered). The text is checked first, then
+    each named tokenizer is resolved once."""
+    text = check_text(text, EXAMPLES[0], max_chars=MAX_CHARS)
+    return split_all(text, resolve(model_names))
 
 
 def as_json(rows: list[TokenizerRow]) -> dict:

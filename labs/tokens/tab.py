@@ -11,14 +11,18 @@ from labs import ui
 from labs.tokens import bpe, compute, train
 
 TITLE = "Tokens"
+ID = "tokens"  # the ?tab= link and the folder
 EXPLAINER = """**A model never sees your text: it sees token ids.** Each model splits text into pieces from
 its own fixed vocabulary: BERT's WordPiece marks a word's continuation with `##`, GPT-2's byte-level BPE
-marks a leading space with ␣. Type anything and compare; then watch how BPE *learns* its pieces, one
-merge at a time."""
+marks a leading space with ␣, T5's SentencePiece Unigram marks a word's start with ▁ (and keeps its sentinels
+`<extra_id_0>`, `<extra_id_1>`, … whole, as special tokens). Type anything and compare; then watch how BPE
+*learns* its pieces, one merge at a time."""
 TRY_THIS = (
     "Which tokenizer needs the most tokens for the emoji and Japanese example? Why does byte-level BPE never "
     "need [UNK]?",
     "\"playing\" and \"unbelievable\": which pieces does WordPiece use? Is \"##ing\" the same token as \"ing\"?",
+    "The sentinel example: which tokenizer keeps `<extra_id_0>` as one special token, and what do the others make "
+    "of it? (T5 learned to fill the span each sentinel stands for.)",
     "BPE on the course's corpus: before each click, write the pair you expect and check. After 5 merges, how "
     "does \"lowest\" split? And \"newer\"?",
     "Train the three tokenizers with a vocabulary of 100, then 1000: which one splits \"unbelievable\" into the "
@@ -29,7 +33,12 @@ PAIR_HEADERS = ["pair", "count (BPE)", "WordPiece score = freq(xy) / (freq(x)·f
 MERGE_HEADERS = ["step", "pair", "count", "new token"]
 
 
-def row_html(row: compute.TokenizerRow) -> str:
+def typed_specials(row: compute.TokenizerRow, text: str) -> list[str]:
+    """Special tokens the student typed (T5's sentinels <extra_id_N>), not those the tokenizer adds."""
+    return list(dict.fromkeys(t for t, special in zip(row.tokens, row.special) if special and t in text))
+
+
+def row_html(row: compute.TokenizerRow, text: str = "") -> str:
     name = ui.esc(row.model)
     if row.error:
         return f'<div class="lab-token-row"><b>{name}</b>: {ui.esc(row.error)}</div>'
@@ -38,14 +47,18 @@ def row_html(row: compute.TokenizerRow) -> str:
         f'style="background:{"#e5e7eb" if special else PIECE_COLOURS[i % len(PIECE_COLOURS)]}">'
         f'{ui.esc(shown)}<sub>{token_id}</sub></span>'
         for i, (shown, token_id, special) in enumerate(zip(row.shown, row.ids, row.special)))
-    facts = (f"{ui.esc(row.algorithm)} · vocabulary {row.vocab_size:,} · <b>{len(row.ids)} tokens</b> · "
+    algorithm = ui.esc(row.algorithm + (f" ({row.marks})" if row.marks else ""))
+    facts = (f"{algorithm} · vocabulary {row.vocab_size:,} · <b>{len(row.ids)} tokens</b> · "
              f"{row.chars_per_token:.1f} characters per token (specials left out)")
+    typed = typed_specials(row, text)
+    if typed:
+        facts += f" · typed special tokens kept whole: {ui.esc(', '.join(typed))}"
     return f'<div class="lab-token-row"><div><b>{name}</b>: {facts}</div><div class="lab-pieces">{pieces}</div></div>'
 
 
 def on_tokenize(text):
-    rows = compute.tokenize(text)
-    return "".join(row_html(r) for r in rows), compute.as_json(rows)
+    rows = compute.tokenize(text)  # each tokenizer resolved once for this click
+    return "".join(row_html(r, text) for r in rows), compute.as_json(rows)
 
 
 def shown_pair(pair) -> str:
@@ -196,7 +209,7 @@ def build(demo: gr.Blocks) -> None:
                                           steps.split_guess], steps.verdict)
     ui.wire(trained.run.click, on_train, [trained.text, trained.vocab, trained.words], trained.outputs)
     ui.api(compute.tokenize_json, "tokenize",
-           "tokenize(text, models) -> {tokenizers: [{model, algorithm, vocab_size, tokens, ids, special, "
+           "tokenize(text, models) -> {tokenizers: [{model, algorithm, marks, vocab_size, tokens, ids, special, "
            "chars_per_token}]}; models: a list of names, empty for every model offered here")
     ui.api(bpe.bpe_json, "bpe",
            "bpe(corpus, merges, word) -> {merges: [{step, pair, count, token}], vocab, word, pieces}; corpus: "
