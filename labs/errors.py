@@ -28,17 +28,67 @@ def _shown(value, limit: int = 20) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+class InputName:
+    """How a message names the input it refuses, with the grammar the name needs: "sentence",
+    "sentences", "words to split" (plural: "are", "them", "some"), "sentence B" (a label: no article),
+    "answer" ("an"). The head noun is the last word before " to …", a one-letter label left out;
+    it is plural when it ends in -s (not -ss, -us, -is: "class", "corpus", "analysis")."""
+
+    def __init__(self, what: str):
+        self.what = " ".join(str(what).split()) or "text"
+        words = self.what.split(" to ")[0].split()
+        self.labelled = len(words) > 1 and len(words[-1]) == 1 and words[-1].isalnum() and not words[-1].islower()
+        head = (words[-2] if self.labelled else words[-1]).lower()
+        self.plural = head.endswith("s") and not head.endswith(("ss", "us", "is"))
+
+    @property
+    def the(self) -> str:
+        """"The sentence", "The sentences", "Sentence B": a message's subject, capitalised."""
+        return _capital(self.what) if self.labelled else f"The {self.what}"
+
+    @property
+    def your(self) -> str:
+        return _capital(self.what) if self.labelled else f"Your {self.what}"
+
+    @property
+    def some(self) -> str:
+        """What to type: "a sentence", "an answer", "some sentences", "sentence B"."""
+        if self.labelled:
+            return self.what
+        if self.plural:
+            return f"some {self.what}"
+        return f"{'an' if self.what[0].lower() in 'aeio' else 'a'} {self.what}"
+
+    @property
+    def is_(self) -> str:
+        return "are" if self.plural else "is"
+
+    @property
+    def was(self) -> str:
+        return "were" if self.plural else "was"
+
+    @property
+    def it(self) -> str:
+        return "them" if self.plural else "it"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def check_text(value, example: str, *, max_chars: int = MAX_CHARS, allow_empty: bool = False,
                what: str = "text") -> str:
     """`value` as stripped text. Not a string, empty (unless allowed) or longer than max_chars:
-    BadInput that says what to type, with `example`."""
+    BadInput that says what to type, with `example`. `what` names the input in the message
+    ("sentence", "sentences", "words to split", "sentence B"): see InputName for its grammar."""
+    name = InputName(what)
     if not isinstance(value, str):
-        raise BadInput(f"The {what} must be text, for example “{example}”.")
+        raise BadInput(f"{name.the} must be text, for example “{example}”.")
     if len(value) > max_chars:
-        raise BadInput(f"Your {what} is {len(value):,} characters long; this lab reads at most {max_chars:,}. "
-                       "Shorten it.")
+        raise BadInput(f"{name.your} {name.is_} {len(value):,} characters long{' in all' if name.plural else ''}; "
+                       f"this lab reads at most {max_chars:,}. Shorten {name.it}.")
     if not value.strip() and not allow_empty:
-        raise BadInput(f"Type a {what} first, for example “{example}”.")
+        raise BadInput(f"Type {name.some} first, for example “{example}”.")
     return value.strip()
 
 
@@ -83,10 +133,11 @@ def check_bool(value, name: str) -> bool:
 
 def check_name(value, what: str = "model") -> str:
     """A name chosen from a list (a model, a strategy): must be a non-empty string."""
+    name = InputName(what)
     if not isinstance(value, str):
-        raise BadInput(f"The {what} must be a name from the list (text), not {_shown(value, 40)}.")
+        raise BadInput(f"{name.the} must be a name from the list (text), not {_shown(value, 40)}.")
     if not value.strip():
-        raise BadInput(f"No {what} was chosen. Pick one from the list.")
+        raise BadInput(f"No {name.what} {name.was} chosen. Pick one from the list.")
     return value.strip()
 
 

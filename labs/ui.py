@@ -34,16 +34,24 @@ def md(text) -> str:
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(str(text), quote=False))
 
 
-def to_gr_error(exc: Exception) -> gr.Error:
-    """A failure as the student sees it. Gradio renders an error's message as HTML, so it is escaped:
-    a model name or sentence the student typed shows as text."""
+def to_gr_error(exc: Exception, *, for_browser: bool = True) -> gr.Error:
+    """A failure as the student (or a script) sees it: our own message, or one plain sentence.
+
+    Gradio sends an error's message unchanged to whoever made the request. The browser's toast puts
+    it in the page as HTML (`{@html sanitize(message)}` in @gradio/statustracker's Toast: the
+    sanitizer removes scripts and event handlers but keeps <img src>, <a href>, <b>, ids), so for a
+    browser event the message is escaped and what a student typed shows as text, tags and all. An
+    API endpoint (`api`) is not called by the page: gradio_client hands its message to a script
+    as a string, which gets the plain text (no &lt; or &#x27;)."""
     if isinstance(exc, gr.Error):
         return exc
-    return gr.Error(esc(message_for(exc)), print_exception=False)
+    message = message_for(exc)
+    return gr.Error(esc(message) if for_browser else message, print_exception=False)
 
 
-def friendly(fn):
-    """Show a handler's failures as a message in the UI and an error from the API. Works for plain
+def friendly(fn, *, for_browser: bool = True):
+    """Show a handler's failures as a message in the UI (escaped: the toast renders HTML), or, with
+    for_browser=False (API endpoints), as a plain-text error for the client. Works for plain
     functions and for generators (streaming handlers), whose failures come while they run."""
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
@@ -51,7 +59,7 @@ def friendly(fn):
             try:
                 yield from fn(*args, **kwargs)
             except Exception as exc:
-                raise to_gr_error(exc) from None
+                raise to_gr_error(exc, for_browser=for_browser) from None
 
         return streaming
 
@@ -60,7 +68,7 @@ def friendly(fn):
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            raise to_gr_error(exc) from None
+            raise to_gr_error(exc, for_browser=for_browser) from None
 
     return wrapper
 
@@ -165,8 +173,9 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, tab_ids: list[str], notes_box: gr.
 
 def api(fn, name: str, description: str, **kwargs):
     """Register a compute function as a pure-JSON API endpoint. Its type hints describe the inputs;
-    the function checks every value itself (an API caller can send anything)."""
-    return gr.api(friendly(fn), api_name=name, api_description=description, **kwargs)
+    the function checks every value itself (an API caller can send anything). Its errors reach the
+    client as plain text: no page renders them (see to_gr_error)."""
+    return gr.api(friendly(fn, for_browser=False), api_name=name, api_description=description, **kwargs)
 
 
 def explainer(text: str) -> gr.Markdown:

@@ -130,6 +130,32 @@ def test_fill_mask_without_a_chosen_model_says_pick_one(client):
         client.predict("The [MASK] sat.", "", 5, api_name="/fill_mask")
 
 
+TYPED = """<img src=x onerror=alert(1)> & "q" 'a'"""  # what a script may send as a name
+SHORT = "<b>&'</b>"  # short enough to be quoted whole where a value is shortened
+QUOTING_CALLS = [  # (endpoint, arguments with one typed value that the message quotes)
+    ("/fill_mask", ["The [MASK] sat.", TYPED, 5]),
+    ("/fill_mask", ["The [MASK] sat.", "{m}", SHORT]),
+    ("/next_token", ["The cat", TYPED, 1.0, 5, 1.0]),
+    ("/generate", ["The cat", "{c}", SHORT, 5, 1.0, 5, 1.0, 1, 0]),
+    ("/tokenize", ["playing", [TYPED]]),
+    ("/attention", ["The cat sat", TYPED, "", 0, 0]),
+    ("/score", ["The cat sat.", TYPED]),
+    ("/finetune", [TYPED, "full", 1e-3, 1, 8, 16, 0, False]),
+]
+
+
+@pytest.mark.parametrize("endpoint, args", QUOTING_CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(QUOTING_CALLS)])
+def test_api_errors_quote_typed_text_as_plain_text(client, tiny_models, endpoint, args):
+    """A script reads the message as a string: what it sent comes back as it was, never as HTML
+    entities (only the browser's pop-up, which renders HTML, gets it escaped)."""
+    with pytest.raises(AppError) as caught:
+        client.predict(*_fill(args, tiny_models), api_name=endpoint)
+    message = str(caught.value)
+    for entity in ("&lt;", "&gt;", "&#x27;", "&amp;", "&quot;", "&#"):
+        assert entity not in message, message
+    assert (SHORT if SHORT in args else "<img src=x onerror=alert(1)>") in message, message
+
+
 HOSTILE = '<b id="bold">bold</b> <a id="link" href="/x">link</a> <img id="evil" src="/x">'
 
 

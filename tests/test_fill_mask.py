@@ -11,6 +11,7 @@ from gradio_client.exceptions import AppError
 from labs import lm, models
 from labs.errors import BadInput
 from labs.fill_mask import compute as fill_mask
+from labs.fill_mask import tab as fill_mask_tab
 
 SENTENCES = ["The [MASK] sat on the mat.", "Paris is the [MASK] of France.",
              "The doctor told the [MASK] that [MASK] needed rest.", "___ went to the bank to get [MASK] money."]
@@ -96,6 +97,73 @@ def test_left_only_predictions_equal_the_causal_models_next_token(tiny_models):
     np.testing.assert_allclose([p["prob"] for p in out["predictions"]], values.tolist(), atol=1e-5)
 
 
+def test_compute_takes_the_loaded_model(tiny_models):
+    loaded = fill_mask.masked_lm(tiny_models["masked"])
+    assert fill_mask.masked_lm(loaded) is loaded
+    by_name = fill_mask.predict(tiny_models["masked"], "The [MASK] sat.", 3).to_json()
+    assert fill_mask.predict(loaded, "The [MASK] sat.", 3).to_json() == by_name
+    causal = fill_mask.causal_lm(tiny_models["causal"])
+    assert fill_mask.left_only_predictions(causal, "The cat [MASK].", 3)["model"] == tiny_models["causal"]
+    with pytest.raises(BadInput, match="not a masked language model"):
+        fill_mask.masked_lm(causal)
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """Every models.load and registry look-up (get_choice) made while a test runs."""
+    counted = {"load": 0, "get_choice": 0}
+
+    def counting(name, fn):
+        def wrapper(*args, **kwargs):
+            counted[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(models, "load", counting("load", models.load))
+    if hasattr(models, "get_choice"):  # what load looks a name up with, while it lives beside load
+        monkeypatch.setattr(models, "get_choice", counting("get_choice", models.get_choice))
+    return counted
+
+
+@pytest.mark.parametrize("handler, args", [
+    ("on_predict", ("The [MASK] sat on the [MASK].", "{m}", 5)),
+    ("on_guess", ("The [MASK] sat on the mat.", "{m}", 1, "dog")),
+    ("on_left", ("The cat [MASK] on the mat.", "{c}", 5)),
+])
+def test_a_click_looks_its_model_up_once(tiny_models, lookups, handler, args):
+    args = [a.format(m=tiny_models["masked"], c=tiny_models["causal"]) if isinstance(a, str) else a for a in args]
+    getattr(fill_mask_tab, handler)(*args)
+    assert lookups["load"] == 1 and lookups["get_choice"] <= 1, lookups  # before: 2 and 2 for on_predict
+
+
+def test_every_token_gets_its_own_chip_with_its_id(tiny_models):
+    text = "The <b>cat</b> [MASK] unbelievably."
+    _, _, _, tokens, _ = fill_mask_tab.on_predict(text, tiny_models["masked"], 3)
+    result = fill_mask.predict(tiny_models["masked"], text, 3)
+    chips = tokens.split('<div class="lab-pieces">')[1]
+    assert chips.count('<span class="lab-piece') == len(result.tokens)
+    for token, token_id in zip(result.tokens, result.token_ids):
+        assert f">{fill_mask_tab.ui.esc(token)}<sub>{token_id}</sub></span>" in chips
+    assert "&lt;" in chips and "<b>cat" not in tokens  # the typed tag is tokens' text, escaped
+    assert 'lab-piece lab-piece-special' in chips and "#fecaca" in chips  # [CLS]/[SEP], the blank
+    offline = fill_mask_tab.on_tokens_only(None, "The [MASK] sat.")
+    assert offline.count('<span class="lab-piece') == 6  # [CLS] the [MASK] sat . [SEP]
+
+
+def test_the_first_example_gives_the_left_only_panel_something_to_go_on():
+    """SmolLM2 after "The" alone guesses "-" (p 0.42); the first example leaves it a real clause on
+    the left, and keeps words on the right that only the masked LM reads."""
+    assert fill_mask.EXAMPLES[0] == fill_mask.EXAMPLE
+    context = fill_mask.left_context(fill_mask.EXAMPLE)
+    assert len(context.split()) >= 4 and fill_mask.EXAMPLE.split("[MASK]")[1].strip(" .")
+    out = fill_mask.left_only_predictions(fill_mask.causal_lm(models.SMOLLM2_NAME), fill_mask.EXAMPLE, 5)
+    top = out["predictions"][0]
+    assert top["token"].strip().isalpha() and top["prob"] > 0.3, out["predictions"]
+    assert top["token"].strip() == "coffee"  # "with lemon and honey", on the right, says tea
+    # The examples still contrast the two sides: one leaves the causal LM a single word.
+    assert any(fill_mask.left_context(e) == "The" for e in fill_mask.EXAMPLES[1:])
+
+
 # ------------------------------------------------------------ the masking simulator (B1)
 
 
@@ -154,6 +222,7 @@ def test_fill_mask_api(client, tiny_models):
 
 @pytest.mark.parametrize("args,message", [
     (("The cat sat.", None, 5), "no blank"),
+    (("The [MASK] sat.", "<img src=x onerror=alert(1)>", 5), "no model called '<img src=x onerror=alert\\(1\\)>'"),
     (("The [MASK] sat.", "no-such-model", 5), "no model called"),
     (("", None, 5), "Type a sentence"),
 ])

@@ -14,13 +14,17 @@ from labs.errors import BadInput, check_int, check_text
 MAX_BLANKS = 10
 MAX_TOKENS = 256  # a long paragraph: BERT reads 512, but half the length is a quarter of the attention
 TOP_K_RANGE = (1, 20)
-EXAMPLE = "The [MASK] sat on the mat."
+# The first example has words on the left, so the left-only panel has something to go on (SmolLM2:
+# "coffee", p ≈ 0.64), and words on the right that a masked LM reads and a causal LM cannot ("lemon
+# and honey": tea). The last one leaves the causal LM only "The" (SmolLM2: "-", p ≈ 0.42).
+EXAMPLE = "Every morning I drink a cup of [MASK] with lemon and honey."
 EXAMPLES = [
     EXAMPLE,
     "I went to the bank to [MASK] some money.",
     "We sat on the river bank and watched the [MASK].",
     "Paris is the [MASK] of France.",
     "The doctor told the [MASK] that [MASK] needed rest.",
+    "The [MASK] sat on the mat.",
 ]
 SIMULATOR_EXAMPLE = "The quick brown fox jumps over the lazy dog near the river bank today"
 DOWNLOAD_HINT = ("No masked-LM weights (BERT) are available here, so predictions are off. While online, run "
@@ -66,11 +70,24 @@ def check_top_k(top_k) -> int:
     return check_int(top_k, "Top-k", *TOP_K_RANGE)
 
 
-def masked_lm(model_name) -> models.LoadedModel:
-    loaded = models.load(model_name, "masked")
+def masked_lm(model) -> models.LoadedModel:
+    """Resolve a model name once, at the edge (a handler, the API), as a masked LM with a mask token.
+    The compute functions below take what this returns; a LoadedModel that already is one passes
+    through without another look-up (so a name still works there too, for scripts)."""
+    if isinstance(model, models.LoadedModel) and model.family == "masked" and model.tokenizer.mask_token_id is not None:
+        return model
+    loaded = models.load(model, "masked")
     if loaded.tokenizer.mask_token_id is None:
         raise BadInput(f"'{loaded.name}' has no mask token; pick a masked LM such as bert-base-uncased.")
     return loaded
+
+
+def causal_lm(model) -> models.LoadedModel:
+    """Resolve a model name once, at the edge, as a causal LM (for the left-only panel); a loaded
+    causal LM passes through."""
+    if isinstance(model, models.LoadedModel) and model.family == "causal":
+        return model
+    return models.load(model, "causal")
 
 
 def encode(loaded: models.LoadedModel, text: str) -> tuple[list[int], list[int]]:
@@ -88,10 +105,11 @@ def encode(loaded: models.LoadedModel, text: str) -> tuple[list[int], list[int]]
     return ids, blanks
 
 
-def predict(model_name, text, top_k=5) -> FillResult:
-    """The top-k tokens and probabilities for every blank, and the sentence with the best guesses."""
+def predict(loaded: models.LoadedModel, text, top_k=5) -> FillResult:
+    """The top-k tokens and probabilities for every blank, and the sentence with the best guesses.
+    `loaded`: what masked_lm returns."""
     top_k = check_top_k(top_k)
-    loaded = masked_lm(model_name)
+    loaded = masked_lm(loaded)
     ids, blanks = encode(loaded, text)
     logits = lm.mlm_logits(loaded, ids, blanks)
     tokenizer = loaded.tokenizer
@@ -108,17 +126,20 @@ def predict(model_name, text, top_k=5) -> FillResult:
 
 def fill_mask_json(text: str, model: str, top_k: int = 5) -> dict:
     """The `fill_mask` API: every blank's top-k predictions, best first."""
-    return predict(model, text, top_k).to_json()
+    top_k = check_top_k(top_k)  # a bad top-k is refused before the model is looked up
+    return predict(masked_lm(model), text, top_k).to_json()
 
 
-def guess(model_name, text, blank_number, word) -> dict:
-    """How likely the student's word is at blank number `blank_number` (1-based), and its rank."""
+def guess(loaded: models.LoadedModel, text, blank_number, word) -> dict:
+    """How likely the student's word is at blank number `blank_number` (1-based), and its rank.
+    `loaded`: what masked_lm returns."""
     word = check_text(word, "dog", what="word")
-    result = predict(model_name, text, 1)
+    loaded = masked_lm(loaded)
+    result = predict(loaded, text, 1)
     number = check_int(blank_number, "The blank number", 1)
     if number > len(result.masks):
         raise BadInput(f"Your text has {len(result.masks)} blank(s); choose a number from 1 to {len(result.masks)}.")
-    tokenizer = masked_lm(model_name).tokenizer
+    tokenizer = loaded.tokenizer
     pieces = tokenizer.tokenize(word)
     probs = lm.softmax(result.logits_at_blanks[number - 1])
     first_id = tokenizer.convert_tokens_to_ids(pieces[0])
@@ -136,11 +157,12 @@ def left_context(text) -> str:
     return text[:match.start()].rstrip()
 
 
-def left_only_predictions(causal_model, text, top_k=5) -> dict:
-    """What a causal LM predicts at the first blank when it sees only the words to its left."""
+def left_only_predictions(loaded: models.LoadedModel, text, top_k=5) -> dict:
+    """What a causal LM predicts at the first blank when it sees only the words to its left.
+    `loaded`: what causal_lm returns."""
     top_k = check_top_k(top_k)
     context = left_context(text)
-    loaded = models.load(causal_model, "causal")
+    loaded = causal_lm(loaded)
     ids, _ = lm.causal_ids(loaded, context, MAX_TOKENS)
     probs = lm.softmax(lm.next_token_logits(loaded, ids))
     return {"context": context, "model": loaded.name, "predictions": [
@@ -191,12 +213,13 @@ def corruption_frequencies(token_ids, special, mask_id, vocab_size, seed: int, d
             "counts": counts}
 
 
-def masked_lm_or_vocab(model_name) -> tuple[models.LoadedModel, bool]:
-    """The masked LM, or the offline MiniLM (the same uncased WordPiece vocabulary as
-    bert-base-uncased, but no vocabulary head) when no masked LM can be loaded."""
-    if model_name:
+def masked_lm_or_vocab(model) -> tuple[models.LoadedModel, bool]:
+    """The masked LM (a name is resolved here, once), or the offline MiniLM (the same uncased
+    WordPiece vocabulary as bert-base-uncased, but no vocabulary head) when no masked LM can be
+    loaded. The simulator and the tokens view take what this returns."""
+    if model:
         try:
-            return masked_lm(model_name), True
+            return masked_lm(model), True
         except (models.ModelUnavailable, BadInput):
             pass
     return models.load(models.MINILM_NAME), False
@@ -228,16 +251,17 @@ def simulate(model_name, text, seed) -> dict:
             "model": loaded.name if have_model else None}
 
 
-def tokens_only(model_name, text) -> list[tuple[str, str | None]]:
-    """Offline, with no masked LM: the sentence as uncased WordPiece tokens, blanks marked."""
-    loaded, _ = masked_lm_or_vocab(model_name)
+def tokens_only(model, text) -> list[tuple[str, int, str]]:
+    """Offline, with no masked LM: the sentence as uncased WordPiece tokens, blanks marked (token_chips)."""
+    loaded, _ = masked_lm_or_vocab(model)
     tokenizer = loaded.tokenizer
     ids = tokenizer(lm.with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
     special = tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
     return token_chips(models.readable_tokens(tokenizer, ids), ids, special, tokenizer.mask_token_id)
 
 
-def token_chips(tokens: list[str], ids: list[int], special: list, mask_id: int) -> list[tuple[str, str | None]]:
-    """(token (id), kind) pairs for the tokens view: blanks, special tokens and ## word pieces marked."""
-    return [(f"{t} ({i})", "blank" if i == mask_id else "special" if s else "piece" if t.startswith("##") else None)
+def token_chips(tokens: list[str], ids: list[int], special: list, mask_id: int) -> list[tuple[str, int, str]]:
+    """(token, id, kind) for the tokens view, one per token; kind is "blank", "special", "piece" (a ##
+    word piece) or "" (a word)."""
+    return [(t, int(i), "blank" if i == mask_id else "special" if s else "piece" if t.startswith("##") else "")
             for t, i, s in zip(tokens, ids, special)]

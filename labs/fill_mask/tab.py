@@ -11,11 +11,16 @@ from labs.fill_mask import compute
 from labs.fill_mask.compute import DOWNLOAD_HINT, EXAMPLES, MAX_BLANKS
 
 TITLE = "Fill in the blank"
+ID = "fill_mask"  # the ?tab= link and the folder
 EXPLAINER = """**A masked language model (BERT) fills a blank using the words on *both* sides.** Type a
 sentence with `[MASK]` (or `___`) and see its guesses with their probabilities. Beside it, a causal LM
-(GPT-style) guesses from the words on the left only: compare "The [MASK] …" with "The [MASK] sat on the mat"."""
+(GPT-style) guesses from the words on the left only: "a cup of …" could be coffee, but "… with lemon and
+honey" is on the right, where only the masked LM can read it."""
 TRY_THIS = (
-    "Compare \"The [MASK] sat on the mat.\" with the left-only panel: why is the causal LM so unsure?",
+    "The first example: the left-only panel sees \"Every morning I drink a cup of\". What does it guess, and "
+    "what does BERT guess once it also reads \"with lemon and honey\"?",
+    "The last example, \"The [MASK] sat on the mat.\": the causal LM sees only \"The\". Why is it so unsure, "
+    "while BERT is not?",
     "The two \"bank\" sentences: does BERT's guess change with the words *after* the blank?",
     "B1: in the simulator, how many tokens were chosen? Resample a few times, then read the 1,000-draw "
     "frequencies: do they approach 15 % and 80 / 10 / 10?",
@@ -23,7 +28,10 @@ TRY_THIS = (
 PREDICTION_HEADERS = ["blank", "rank", "token", "token id", "probability"]
 SIMULATION_HEADERS = ["position", "token", "chosen?", "what happened", "model sees", "−log P(original)"]
 ACTIONS = {"mask": "→ [MASK] (80 %)", "random": "→ random token (10 %)", "keep": "kept as is (10 %)"}
-TOKEN_COLOURS = {"special": "#f59e0b", "blank": "#dc2626", "piece": "#7c3aed"}
+# The Tokens lab's chips (assets/lab.css: .lab-piece, the id in <sub>; specials dashed), coloured by kind.
+TOKENS_CAPTION = "The input as the model's tokens, each with its id:"
+TOKEN_KINDS = {"": ("#dbeafe", "word"), "piece": ("#ddd6fe", "## word piece"), "blank": ("#fecaca", "blank"),
+               "special": ("#e5e7eb", "special token")}
 
 
 def prediction_figure(result: compute.FillResult):
@@ -37,14 +45,36 @@ def prediction_rows(result: compute.FillResult) -> pd.DataFrame:
                         columns=PREDICTION_HEADERS)
 
 
+def chip_html(token: str, token_id: int, kind: str) -> str:
+    colour = TOKEN_KINDS[kind][0]
+    special = " lab-piece-special" if kind == "special" else ""
+    return (f'<span class="lab-piece{special}" style="background:{colour}" title="{TOKEN_KINDS[kind][1]}">'
+            f'{ui.esc(token)}<sub>{token_id}</sub></span>')
+
+
+def tokens_html(chips: list[tuple[str, int, str]]) -> str:
+    """The input as the model's tokens: one chip per token with its id, a legend for the colours.
+    Tokens are the student's text (and the tokenizer's): escaped."""
+    legend = "".join(f'<span class="lab-chip" style="background:{colour}">{ui.esc(name)}</span>'
+                     for colour, name in TOKEN_KINDS.values())
+    pieces = "".join(chip_html(*chip) for chip in chips)
+    return (f'<div class="lab-legend"><b>{TOKENS_CAPTION}</b> {legend}</div>'
+            f'<div class="lab-pieces">{pieces}</div>')
+
+
 def on_predict(text, model_name, top_k):
     if not model_name and not models.choice_names("masked"):  # otherwise: "No masked LM was chosen"
         raise models.ModelUnavailable(DOWNLOAD_HINT)
-    result = compute.predict(model_name, text, top_k)
-    filled = (f"**Best guesses filled in:** {ui.md(result.filled)}\n\n"
-              f"{ui.model_badge(compute.masked_lm(model_name))}")
+    loaded = compute.masked_lm(model_name)  # the one look-up of this click
+    result = compute.predict(loaded, text, top_k)
+    filled = f"**Best guesses filled in:** {ui.md(result.filled)}\n\n{ui.model_badge(loaded)}"
     chips = compute.token_chips(result.tokens, result.token_ids, result.special, result.mask_id)
-    return filled, prediction_figure(result), prediction_rows(result), chips, result.to_json()
+    return filled, prediction_figure(result), prediction_rows(result), tokens_html(chips), result.to_json()
+
+
+def on_tokens_only(model_name, text):
+    """Offline, with no masked LM: the tokens view only."""
+    return tokens_html(compute.tokens_only(model_name, text))
 
 
 def left_figure(out: dict):
@@ -56,7 +86,7 @@ def left_figure(out: dict):
 def on_left(text, causal_name, top_k):
     if not causal_name and not models.choice_names("causal"):
         raise models.ModelUnavailable("No causal LM is available here.")
-    return left_figure(compute.left_only_predictions(causal_name, text, top_k))
+    return left_figure(compute.left_only_predictions(compute.causal_lm(causal_name), text, top_k))
 
 
 def guess_text(g: dict, number: int) -> str:
@@ -73,7 +103,7 @@ def guess_text(g: dict, number: int) -> str:
 def on_guess(text, model_name, number, word):
     if not model_name:
         raise models.ModelUnavailable(DOWNLOAD_HINT)
-    g = compute.guess(model_name, text, number, word)
+    g = compute.guess(compute.masked_lm(model_name), text, number, word)
     return guess_text(g, int(number))
 
 
@@ -129,8 +159,7 @@ def build(demo: gr.Blocks) -> None:
             causal = ui.model_dropdown("causal", label="Left only: causal LM")
             left_chart = gr.Plot(label="Left only: the causal LM's next-token guesses at the first blank")
     table = ui.table(PREDICTION_HEADERS, "Predictions")
-    tokens = gr.HighlightedText(label="The input as the model's tokens (id); ## marks a word piece",
-                                color_map=TOKEN_COLOURS, combine_adjacent=False, show_legend=True)
+    tokens = gr.HTML(label=TOKENS_CAPTION, container=True, padding=True)  # the caption is in its HTML
     result_json = ui.result_json()
     with gr.Accordion("Check your guess", open=True):
         with gr.Row():
@@ -158,8 +187,8 @@ def build(demo: gr.Blocks) -> None:
         ui.wire([predict_btn.click, text.submit], on_predict, [text, model, top_k], predicted)
         ui.on_load(demo, on_predict, [text, model, top_k], predicted)
     else:
-        ui.wire(predict_btn.click, compute.tokens_only, [model, text], tokens)
-        ui.on_load(demo, compute.tokens_only, [model, text], tokens)
+        ui.wire(predict_btn.click, on_tokens_only, [model, text], tokens)
+        ui.on_load(demo, on_tokens_only, [model, text], tokens)
     ui.wire(guess_btn.click, on_guess, [text, model, blank_no, word], guess_out)
     ui.wire(sim_btn.click, on_simulate, [sim_text, model, seed], [sim_table, sim_summary])
     ui.wire(resample.click, next_seed, seed, seed, queue=False).then(
