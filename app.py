@@ -18,8 +18,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
 
 import gradio as gr  # noqa: E402
 
-from labs import fast_sessions, offline_cache, status, ui  # noqa: E402
+from labs import fast_sessions, offline_cache, static_cache, status, theme, ui  # noqa: E402
 from labs.attention import tab as attention  # noqa: E402
+from labs.choosing import tab as choosing  # noqa: E402
 from labs.cost import tab as cost  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
@@ -32,7 +33,7 @@ from labs.tokens import tab as tokens  # noqa: E402
 # A new lab is a new folder with a tab.py (README "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build), plus
 # one entry here.
 # Tokens first: every lab starts from tokens, and so does a lecture on pre-trained models.
-LABS = (tokens, fill_mask, next_token, masks, attention, embeddings, pretraining, finetune, cost)
+LABS = (tokens, fill_mask, next_token, masks, attention, embeddings, pretraining, choosing, finetune, cost)
 
 CONCURRENT_EVENTS = 128  # per event: a class of 100 joins the same batches; a waiting thread costs little
 HEADER = """# LM Lab
@@ -52,6 +53,7 @@ def status_markdown() -> str:
 
 def build_app() -> gr.Blocks:
     fast_sessions.install()
+    static_cache.install()  # Gradio's own files are compressed once per server, not once per student
     # Every hour, Gradio's copies of files it served (Attention's downloads, uploaded CSVs) older than a
     # day are deleted: a course's worth of them would otherwise fill the disk.
     with gr.Blocks(title="LM Lab", analytics_enabled=False, delete_cache=(3600, 86400)) as demo:
@@ -89,7 +91,7 @@ def main() -> None:
     demo.launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-        theme=gr.themes.Default(text_size="lg"),
+        theme=theme.lab_theme(),
         css=ui.load_css(),
         head=ui.load_head(),
         allowed_paths=[str(ui.ASSETS)],

@@ -11,17 +11,33 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-FONT = dict(size=16, color="#111827")
-BLUE, GREEN, GREY, RED, PURPLE = "#1d4ed8", "#047857", "#d1d5db", "#dc2626", "#7c3aed"
+FONT = dict(size=16, color="#111827")  # 17:1 on white
+# Colours that stay apart for red-green colour blindness and in greyscale (Okabe & Ito's palette, darkened
+# where a colour carries text): "RED" is a vermilion and "GREEN" a bluish green, which deuteranopes and
+# protanopes still tell apart (a red and a pure green they do not), and they differ in lightness too. A chart
+# that tells two series apart by colour should still give them different dashes or markers.
+BLUE, GREEN, GREY, RED, PURPLE = "#1d4ed8", "#009e73", "#d1d5db", "#c2410c", "#7c3aed"
+ORANGE, SKY = "#e69f00", "#56b4e9"
+COLORWAY = [BLUE, RED, GREEN, PURPLE, ORANGE, SKY, "#4b5563"]
 GRID = "#EBF0F8"
+AXIS = "#4b5563"  # axis lines: 3:1 and more on white (WCAG 1.4.11)
+# Sequential scales that get darker as the value grows (readable in greyscale, no red-green); the
+# diverging one runs blue to orange through white.
+SEQUENTIAL = "Blues"
+DIVERGING = [[0, "#1d4ed8"], [0.5, "#f8fafc"], [1, "#c2410c"]]
 
 # The look of plotly_white in a template a tenth of its size: every figure copies and checks its
 # template, and with plotly_white that was two thirds of the cost of drawing a heatmap (29 -> 11 ms),
 # paid for every chart on every student's first page.
 pio.templates["lm_lab"] = go.layout.Template(layout=dict(
-    paper_bgcolor="white", plot_bgcolor="white", font=FONT,
-    xaxis=dict(gridcolor=GRID, linecolor=GRID, zerolinecolor=GRID, automargin=True),
-    yaxis=dict(gridcolor=GRID, linecolor=GRID, zerolinecolor=GRID, automargin=True)))
+    paper_bgcolor="white", plot_bgcolor="white", font=FONT, colorway=COLORWAY,
+    colorscale=dict(sequential=SEQUENTIAL, diverging=DIVERGING),
+    hoverlabel=dict(bgcolor="white", bordercolor="#374151", font=dict(size=15, color="#111827")),
+    legend=dict(font=dict(size=15, color="#111827")),
+    xaxis=dict(gridcolor=GRID, linecolor=AXIS, zerolinecolor=GRID, automargin=True, tickfont=dict(color="#111827"),
+               title=dict(font=dict(size=16, color="#111827"))),
+    yaxis=dict(gridcolor=GRID, linecolor=AXIS, zerolinecolor=GRID, automargin=True, tickfont=dict(color="#111827"),
+               title=dict(font=dict(size=16, color="#111827")))))
 pio.templates.default = "lm_lab"
 
 
@@ -59,6 +75,7 @@ def heatmap(matrix, x_tokens: list[str], y_tokens: list[str] | None = None, *, t
     """A token × token heatmap with the query on the y axis (top to bottom) and the key on x."""
     matrix = np.asarray(matrix, dtype=float)
     y_tokens = x_tokens if y_tokens is None else y_tokens
+    title = title or safe(f"{y_title.capitalize()} × {x_title}")  # every chart says what it shows
     x, y = unique_labels(x_tokens), unique_labels(y_tokens)
     trace = go.Heatmap(z=matrix, x=x, y=y, colorscale=colorscale, zmin=zmin, zmax=zmax, xgap=1, ygap=1,
                        hovertemplate="from %{y} to %{x}: %{z}<extra></extra>")
@@ -76,7 +93,9 @@ def heatmap(matrix, x_tokens: list[str], y_tokens: list[str] | None = None, *, t
 
 def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors=None,
               hover: list[str] | None = None, x_title: str = "probability", height: int | None = None) -> go.Figure:
-    """Horizontal bars, most likely at the top, values printed on the bars."""
+    """Horizontal bars, most likely at the top, values printed on the bars. Without a title, the chart is
+    titled after its values (every chart says what it shows)."""
+    title = title or safe(f"{x_title.capitalize()} of each of the {len(labels)} options")
     fig = go.Figure(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colors or BLUE,
                            text=[f"{v:.3g}" for v in values], textposition="auto",
                            hovertext=[safe(h) for h in hover] if hover else None, textfont=dict(size=15)))
@@ -86,8 +105,10 @@ def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors
     return fig
 
 
-def bars_side_by_side(panels: list[tuple[str, list[str], list[float]]], colour: str = BLUE) -> go.Figure:
-    """One horizontal bar chart per panel (title, labels, values), side by side."""
+def bars_side_by_side(panels: list[tuple[str, list[str], list[float]]], colour: str = BLUE,
+                      title: str = "") -> go.Figure:
+    """One horizontal bar chart per panel (title, labels, values), side by side. `title` (already safe)
+    says what they show; without one, the chart is titled after its panels."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[safe(t) for t, _, _ in panels],
@@ -98,4 +119,7 @@ def bars_side_by_side(panels: list[tuple[str, list[str], list[float]]], colour: 
                              showlegend=False), row=1, col=i + 1)
         fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=16), row=1, col=i + 1)
     longest = max((len(labels) for _, labels, _ in panels), default=1)
-    return style(fig, height=max(300, 90 + 36 * longest), margin=dict(l=10, r=10, t=50, b=10))
+    title = title or safe("Side by side: " + ", ".join(t for t, _, _ in panels))
+    # The panels' own titles sit under the chart's title.
+    fig.update_annotations(yshift=4, font=dict(size=17, color="#111827"))
+    return style(fig, title, height=max(340, 130 + 36 * longest), margin=dict(l=10, r=10, t=100, b=10))

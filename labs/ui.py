@@ -12,6 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 import gradio as gr
+from gradio.context import Context
 
 from labs import links, models
 from labs.errors import message_for
@@ -116,9 +117,14 @@ COPY_LINK_JS = """(q) => { if (!q) return q;
 
 
 def on_load(demo: gr.Blocks, fn, inputs=None, outputs=None, **kwargs):
-    """Run fn when a page opens (after a link's values, if any, are in the inputs), with the result
-    shared by every page that opens with the same inputs."""
-    _page_loads.append((fn, inputs, outputs, kwargs))
+    """Run fn when its tab is first on screen: on opening the page if it is the page's tab (the first
+    tab, or a link's), else when the student first opens the tab (after a link's values, if any, are in
+    the inputs), with the result shared by every page that opens with the same inputs."""
+    block, tab = Context.block, None
+    while block is not None:  # the outermost tab around this call: the lab's own
+        tab = block if isinstance(block, gr.Tab) else tab
+        block = getattr(block, "parent", None)
+    _page_loads.append((fn, inputs, outputs, kwargs, tab))
 
 
 def link(tab_module: str, **inputs: gr.components.Component) -> None:
@@ -160,15 +166,80 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, tab_ids: list[str], notes_box: gr.
     for tab, name, component in linked:
         specs.setdefault(tab, {})[name] = spec_of(component)
 
+    page_tab = gr.State(tab_ids[0] if tab_ids else None)  # the tab a page opens on
+    opened = gr.State(frozenset())  # the tabs whose first results this page has
+
     def read_link(request: gr.Request):
         params = dict(request.query_params) if request is not None else {}
         tab, values, notes = links.read(params, tab_ids, specs)
         updates = [values.get((t, name), gr.skip()) for t, name, _ in linked]
-        return (gr.Tabs(selected=tab) if tab else gr.skip(), "\n\n".join(notice(n) for n in notes), *updates)
+        return (gr.Tabs(selected=tab) if tab else gr.skip(), "\n\n".join(notice(n) for n in notes),
+                tab or (tab_ids[0] if tab_ids else None), *updates)
 
-    event = wire(demo.load, read_link, None, [tabs, notes_box, *(c for _, _, c in linked)], queue=False)
-    for fn, inputs, outputs, kwargs in loads:
-        event.then(friendly(first_page(fn)), inputs, outputs, api_visibility="private", **kwargs)
+    event = wire(demo.load, read_link, None, [tabs, notes_box, page_tab, *(c for _, _, c in linked)], queue=False)
+    groups: dict = {}  # tab id (None: outside every tab) -> [(fn, inputs, outputs)], in registration order
+    tab_of: dict = {}
+    for fn, inputs, outputs, kwargs, tab in loads:
+        if kwargs:  # its own settings: its own event, on every page open (as before)
+            event.then(friendly(first_page(fn)), inputs, outputs, api_visibility="private", **kwargs)
+            continue
+        key = tab.id if tab is not None else None
+        tab_of[key] = tab
+        groups.setdefault(key, []).append((friendly(first_page(fn)), _listed(inputs), _listed(outputs)))
+    if not groups:
+        return
+    # One event per page open: the first results of the page's tab (and of what stands outside the tabs);
+    # every other tab computes its first results when the student first opens it (its select event).
+    every_input = _unique(c for loads_ in groups.values() for _, inputs, _ in loads_ for c in inputs)
+    every_output = _unique(c for loads_ in groups.values() for _, _, outputs in loads_ for c in outputs)
+
+    def open_page(shown, *values):
+        return (frozenset({shown}), *_first_results(groups, [None, shown], values, every_input, every_output))
+
+    event.then(open_page, [page_tab, *every_input], [opened, *every_output], api_visibility="private")
+    for key, tab in tab_of.items():
+        if tab is not None:
+            _first_results_on_select(tab, key, groups, opened)
+
+
+def _first_results_on_select(tab, key, groups: dict, opened: gr.State) -> None:
+    """A tab computes its first results the first time this page opens it; never again after that."""
+    inputs = _unique(c for _, i, _ in groups[key] for c in i)
+    outputs = _unique(c for _, _, o in groups[key] for c in o)
+
+    def open_tab(done, *values):
+        if key in done:  # already on screen (or on its way): the student's own results stay
+            return (gr.skip(), *(gr.skip() for _ in outputs))
+        return (done | {key}, *_first_results(groups, [key], values, inputs, outputs))
+
+    tab.select(open_tab, [opened, *inputs], [opened, *outputs], api_visibility="private")
+
+
+def _first_results(groups: dict, keys, values, inputs, outputs) -> list:
+    """Each first-result load of these tabs run on its inputs' values; gr.skip() for every other output."""
+    value_of = {id(c): v for c, v in zip(inputs, values)}
+    out = {id(c): gr.skip() for c in outputs}
+    for key in keys:
+        for fn, ins, outs in groups.get(key, []):
+            try:
+                result = fn(*(value_of[id(c)] for c in ins))
+            except gr.Error as exc:  # the other results still arrive; this one says what went wrong
+                gr.Warning(exc.message)
+                continue
+            result = result if isinstance(result, tuple) and len(outs) > 1 else (result,)
+            out.update({id(c): r for c, r in zip(outs, result)})
+    return [out[id(c)] for c in outputs]
+
+
+def _listed(components) -> list:
+    return [] if components is None else list(components) if isinstance(components, (list, tuple)) else [components]
+
+
+def _unique(components) -> list:
+    seen: dict = {}
+    for c in components:
+        seen.setdefault(id(c), c)
+    return list(seen.values())
 
 
 def api(fn, name: str, description: str, **kwargs):

@@ -9,16 +9,22 @@ Not a unit test: these machines are noisy, so it prints figures instead of asser
     python -m tests.loadtest --clients 50 --only fill_mask
     python -m tests.loadtest --app-dir /path/to/an/older/checkout   # the same load on another version
     python -m tests.loadtest --memory                 # resident memory: every model, a fine-tune, 1,000 requests
+    python -m tests.loadtest --page-open              # a class opening the page at once (25 / 50 / 100 students)
+    python -m tests.loadtest --page-open --app-dir /path/to/before,.   # two versions side by side, one run
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import atexit
+import json
 import os
+import random
 import shutil
 import socket
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -241,6 +247,159 @@ def main_memory(args) -> None:
         app.terminate()
 
 
+PAGE_OPEN_HEADER = ("| app                            | students | failed | server CPU s/open | p50 s  | p95 s  | max s  | "
+                    "KB sent/open |\n|" + "|".join("-" * w for w in (32, 10, 8, 19, 8, 8, 8, 14)) + "|")
+
+
+@dataclass
+class PageOpen:
+    students: int
+    failed: int
+    cpu_per_open: float
+    latencies: list[float]
+    bytes_per_open: float
+
+    def row(self, label: str) -> str:
+        lat = sorted(self.latencies) or [float("nan")]
+        p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
+        return (f"| {label:30} | {self.students:8} | {self.failed:6} | {self.cpu_per_open:17.3f} | "
+                f"{statistics.median(lat):6.2f} | {p95:6.2f} | {lat[-1]:6.2f} | {self.bytes_per_open / 1000:12.0f} |")
+
+
+def record_visit(url: str, seconds: float = 12.0) -> dict:
+    """One real page open in Chromium: the URLs it fetched and the events the page sent to the server
+    (direct `run/predict` calls fired by the page load, and every `queue/join`), in order."""
+    from urllib.parse import urlsplit
+
+    from playwright.sync_api import sync_playwright
+
+    seen: list[tuple[str, str, str | None]] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
+        page = browser.new_context(viewport={"width": 1400, "height": 2400}).new_page()
+        page.on("request", lambda r: seen.append((r.method, r.url, r.post_data)))
+        page.goto(url, wait_until="load")
+        page.get_by_role("tab").first.wait_for(timeout=120000)
+        # The page's load events, then the events they trigger; quiet for 3 s = the page is ready.
+        deadline, count = time.time() + seconds, -1
+        while time.time() < deadline and count != len(seen):
+            count = len(seen)
+            time.sleep(3)
+        browser.close()
+    gets, predicts, joins = [], [], []
+    for method, full, body in seen:
+        parts = urlsplit(full)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        if method == "GET" and "/gradio_api/heartbeat/" not in path and "/gradio_api/queue/data" not in path:
+            gets.append(path)
+        elif method == "POST" and path.startswith("/gradio_api/run/predict"):
+            payload = json.loads(body)
+            if payload.get("trigger_id") == 0 or "event_data" in payload:  # not a gr.Timer's tick
+                predicts.append(payload)
+        elif method == "POST" and path.startswith("/gradio_api/queue/join"):
+            joins.append(json.loads(body))
+    return {"gets": gets, "predicts": predicts, "joins": joins}
+
+
+async def replay_visit(base: str, visit: dict, barrier) -> tuple[float, int, str | None]:
+    """One student's page open over HTTP, as the browser did it (6 connections, brotli accepted): every
+    file, then the direct load events, then the queued ones, until the last has completed. Returns
+    the seconds, the bytes received (as sent, compressed) and an error, if any."""
+    import httpx
+
+    session = "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(11))
+    received = 0
+    limits = httpx.Limits(max_connections=6)
+    headers = {"Accept-Encoding": "gzip, deflate, br, zstd", "User-Agent": "Mozilla/5.0 (page-open replay)"}
+    async with httpx.AsyncClient(base_url=base, limits=limits, headers=headers, timeout=600) as http:
+        async def get(path: str) -> None:
+            nonlocal received
+            async with http.stream("GET", path) as response:
+                async for chunk in response.aiter_raw():
+                    received += len(chunk)
+                if response.status_code >= 400:
+                    raise RuntimeError(f"GET {path}: {response.status_code}")
+
+        async def post(path: str, payload: dict) -> dict:
+            nonlocal received
+            response = await http.post(path, json=dict(payload, session_hash=session))
+            received += len(response.content)
+            response.raise_for_status()
+            return response.json()
+
+        await barrier.wait()
+        started = time.perf_counter()
+        try:
+            await get(visit["gets"][0])  # the page, then what it names
+            await asyncio.gather(*(get(path) for path in visit["gets"][1:]))
+            for payload in visit["predicts"]:
+                await post("/gradio_api/run/predict", payload)
+            ids = {(await post("/gradio_api/queue/join", payload))["event_id"] for payload in visit["joins"]}
+            async with http.stream("GET", f"/gradio_api/queue/data?session_hash={session}") as stream:
+                async for line in stream.aiter_lines():
+                    received += len(line) + 1
+                    if line.startswith("data:"):
+                        message = json.loads(line[5:])
+                        if message.get("msg") == "process_completed":
+                            if not message.get("success", True):
+                                raise RuntimeError(f"event failed: {str(message.get('output'))[:200]}")
+                            ids.discard(message.get("event_id"))
+                        if not ids or message.get("msg") == "close_stream":
+                            break
+            error = f"{len(ids)} events never completed" if ids else None
+        except Exception as exc:  # counted, not raised
+            error = f"{type(exc).__name__}: {exc}"
+        return time.perf_counter() - started, received, error
+
+
+def run_page_open(base: str, visit: dict, n: int, pid: int) -> PageOpen:
+    """n students open the page at the same moment; the server's CPU seconds are read around it."""
+    import psutil
+
+    server = psutil.Process(pid)
+
+    async def everybody():
+        barrier = asyncio.Barrier(n)
+        return await asyncio.gather(*(replay_visit(base, visit, barrier) for _ in range(n)))
+
+    before = server.cpu_times()
+    results = asyncio.run(everybody())
+    after = server.cpu_times()
+    cpu = (after.user - before.user) + (after.system - before.system)
+    errors = [r[2] for r in results if r[2]]
+    if errors:
+        print(f"  page open x{n}: {len(errors)} failed, e.g. {errors[0][:300]}", flush=True)
+    return PageOpen(n, len(errors), cpu / n, [r[0] for r in results if not r[2]],
+                    sum(r[1] for r in results) / n)
+
+
+def main_page_open(args) -> None:
+    """The page-open replay: LM Lab (this checkout or --app-dir) beside a plain one-tab Gradio app."""
+    counts = [int(c) for c in (args.clients or "25,50,100").split(",")]
+    dirs = [Path(d).resolve() for d in args.app_dir.split(",")] if args.app_dir else [ROOT]
+    targets = [(f"LM Lab ({d.name})", [sys.executable, "app.py"], d, "app") for d in dirs]
+    if not args.no_peer:
+        targets.append(("peer: plain Gradio, one tab", [sys.executable, str(ROOT / "tests" / "peer_app.py"), "-"],
+                        ROOT, "peer"))
+    rows = []
+    for label, command, cwd, name in targets:
+        proc, url = start(command, cwd, {"HF_HUB_OFFLINE": "1"}, name)
+        try:
+            visit = record_visit(url)  # the first visit also loads the models the first screen uses
+            print(f"{label}: a visit fetched {len(visit['gets'])} files, sent {len(visit['predicts'])} direct and "
+                  f"{len(visit['joins'])} queued events", flush=True)
+            run_page_open(url.rstrip("/"), visit, 1, proc.pid)  # warm-up: the shared first results exist
+            for n in counts:
+                load = run_page_open(url.rstrip("/"), visit, n, proc.pid)
+                rows.append((label, load))
+                print(load.row(label), flush=True)
+        finally:
+            proc.terminate()
+    print(f"\n{PAGE_OPEN_HEADER}")
+    for label, load in rows:
+        print(load.row(label))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", default="", help="comma-separated client counts (default 50,100,200; "
@@ -249,9 +408,11 @@ def main() -> int:
     parser.add_argument("--app-dir", default="", help="another checkout of LM Lab to load instead of this one")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--page-open", action="store_true", help="a class opening the page at once (default "
+                                                                  "25,50,100 students), beside a plain Gradio app")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    (main_memory if args.memory else main_load)(args)
+    (main_memory if args.memory else main_page_open if args.page_open else main_load)(args)
     return 0
 
 

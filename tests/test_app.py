@@ -8,7 +8,7 @@ from conftest import ROOT, screenshot
 
 from labs import models
 
-TAB_TITLES = ["Tokens", "Fill in the blank", "Next token", "Masks", "Attention", "Embeddings", "Pre-training", "Fine-tune", "Cost & scale"]
+TAB_TITLES = ["Tokens", "Fill in the blank", "Next token", "Masks", "Attention", "Embeddings", "Pre-training", "Choosing a model", "Fine-tune", "Cost & scale"]
 
 
 def test_page_answers_quickly(app_server):

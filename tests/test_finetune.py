@@ -264,7 +264,7 @@ def test_finetune_tab_in_the_browser(page):
     page.locator(".js-plotly-plot:visible").nth(1).wait_for(timeout=60000)  # the run's curves and the comparison
     assert page.locator(".js-plotly-plot:visible").count() >= 2
     assert page.get_by_text("Validation accuracy:").first.is_visible()
-    page.get_by_role("button", name="Classify", exact=True).click()
+    page.get_by_role("button", name="Try the model you trained", exact=True).click()
     page.get_by_text("positive").first.wait_for()
     page.wait_for_timeout(1000)
     screenshot(page, "finetune")

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "labs"
 LAB_FOLDERS = sorted(p.parent.name for p in LABS.glob("*/__init__.py"))
-GRADIO_MODULES = {"ui.py", "fast_sessions.py"}  # with each lab's tab.py and tab_<panel>.py: the only gradio importers
+GRADIO_MODULES = {"ui.py", "fast_sessions.py", "static_cache.py", "theme.py"}  # with each lab's tab.py and tab_<panel>.py: the only gradio importers
 CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # README "Adding a lab"
 README = (ROOT / "README.md").read_text()
 

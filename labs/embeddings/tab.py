@@ -180,8 +180,7 @@ def build(demo: gr.Blocks) -> None:
                                lines=5, max_lines=10, scale=3, max_length=2000)
         with gr.Column(scale=2):
             word = gr.Textbox("bank", label="The word (empty: the word every sentence shares)", max_length=50)
-            model = ui.model_dropdown(*compute.FAMILIES, label="Model (an encoder-decoder such as T5: its encoder's "
-                                      "vectors)", family_order=True)
+            model = ui.model_dropdown(*compute.FAMILIES, label="Model (T5: its encoder)", family_order=True)
     show = gr.Button("Compare the vectors", variant="primary")
     note = gr.Markdown()
     layer = gr.Slider(-1, 12, value=-1, step=1, label=LAYER_LABEL)

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from labs import plots
+from labs.finetune.tasks import METRIC, METRIC_WORDS
 from labs.finetune.training import Eval, RunResult, Step
 
 REDRAW_SECONDS = 1.0  # live curves: often enough to watch, rarely enough not to slow the run
@@ -18,10 +19,12 @@ KEEP_RUNS = 5  # a student's runs shown in the comparison
 COLOURS = (plots.BLUE, plots.RED, plots.GREEN, plots.PURPLE, "#b45309", "#0891b2")
 
 
-def curves_figure(results: list[RunResult | dict], title: str):
-    """Training loss per step (left) and validation accuracy per epoch (right), one colour per run."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss (per step)", "validation accuracy (per epoch)"),
-                        horizontal_spacing=0.08)
+def curves_figure(results: list[RunResult | dict], title: str, metric: str = "accuracy"):
+    """Training loss per step (left), the optimizer's learning rate per step (middle: linear warm-up,
+    then linear decay) and the validation metric per epoch (right), one colour per run."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("training loss (per step)", "learning rate (per step)",
+                                                        f"validation {METRIC_WORDS[metric]} (per epoch)"),
+                        horizontal_spacing=0.07)
     for i, r in enumerate(results):
         r = r if isinstance(r, dict) else curve_record(r)
         colour = COLOURS[i % len(COLOURS)]
@@ -30,10 +33,15 @@ def curves_figure(results: list[RunResult | dict], title: str):
                                  legendgroup=r["label"]), row=1, col=1)
         fig.add_trace(go.Scatter(x=[e["epoch"] for e in r["eval"]], y=[e["accuracy"] for e in r["eval"]],
                                  mode="lines+markers", name=r["label"], line=dict(color=colour, width=3),
-                                 marker=dict(size=10), legendgroup=r["label"], showlegend=False), row=1, col=2)
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
+                                 marker=dict(size=10), legendgroup=r["label"], showlegend=False), row=1, col=3)
+        fig.add_trace(go.Scatter(x=[h["step"] for h in r["history"]], y=[h.get("lr") for h in r["history"]],
+                                 mode="lines", name=r["label"], line=dict(color=colour, width=3, dash="dot"),
+                                 legendgroup=r["label"], showlegend=False), row=1, col=2)
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=3)
+    fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title="step", row=1, col=1)
-    fig.update_xaxes(title="epoch (0 = before training)", dtick=1, row=1, col=2)
+    fig.update_xaxes(title="step", row=1, col=2)
+    fig.update_xaxes(title="epoch (0 = before training)", dtick=1, row=1, col=3)
     fig.update_annotations(font_size=17)
     return plots.style(fig, title, 430, margin=dict(l=10, r=10, t=80, b=10),
                        legend=dict(orientation="h", y=-0.2, font=dict(size=15)))
@@ -43,7 +51,8 @@ def curve_record(r: RunResult) -> dict:
     """A run as the charts need it: label, loss per step, accuracy per epoch with epoch 0 = before."""
     s = r.settings
     label = f"{r.phase}: {s.strategy}, lr {s.learning_rate:g}, {s.epochs} ep → {r.accuracy_after:.0%}"
-    return {"label": label, "history": r.history, "eval": [{"epoch": 0, "accuracy": r.accuracy_before}] + r.eval}
+    history = [h | {"lr": lr} for h, lr in zip(r.history, r.schedule)]
+    return {"label": label, "history": history, "eval": [{"epoch": 0, "accuracy": r.accuracy_before}] + r.eval}
 
 
 class LiveRun:
@@ -64,7 +73,7 @@ class LiveRun:
             return False
         record = self.live.setdefault(event.phase, {"label": event.phase, "history": [], "eval": []})
         if isinstance(event, Step):
-            record["history"].append({"step": event.step, "loss": event.loss})
+            record["history"].append({"step": event.step, "loss": event.loss, "lr": event.lr})
         else:
             record["eval"].append({"epoch": event.epoch, "accuracy": event.accuracy})
         self.last = event
@@ -79,20 +88,25 @@ class LiveRun:
         if isinstance(e, Step):
             done, what = e.step / e.total_steps, f"{e.phase}: step {e.step} of {e.total_steps}, loss {e.loss:.3f}"
         else:
-            done, what = 0.0, f"{e.phase}: epoch {e.epoch}, validation accuracy {e.accuracy:.1%}"
+            done, what = 0.0, f"{e.phase}: epoch {e.epoch}, validation {METRIC_WORDS[self.metric()]} {e.accuracy:.1%}"
         return done, f"Run {len(self.finished) + 1} of {self.phases} · {what} · {e.elapsed:.1f} s"
 
     def live_figure(self):
-        return curves_figure(list(self.live.values()), "Training…")
+        return curves_figure(list(self.live.values()), "Training…", self.metric())
+
+    def metric(self) -> str:
+        return METRIC[self.finished[0].task] if self.finished else getattr(self, "task_metric", "accuracy")
 
     def final_figure(self):
         records = [curve_record(r) for r in self.finished]
-        return curves_figure(records, "Pre-trained vs from scratch" if len(records) > 1 else "Fine-tuning")
+        return curves_figure(records, "Pre-trained vs from scratch" if len(records) > 1 else "Fine-tuning",
+                             self.metric())
 
     def summary(self) -> str:
         main = self.finished[0]
         s = main.settings
-        lines = [f"**Validation accuracy: {main.accuracy_before:.1%} before → {main.accuracy_after:.1%} after** "
+        words = METRIC_WORDS[METRIC[main.task]]
+        lines = [f"**Validation {words}: {main.accuracy_before:.1%} before → {main.accuracy_after:.1%} after** "
                  f"({main.phase}, {main.trainable_params:,} of {main.total_params:,} parameters trained, "
                  f"{main.seconds:.1f} s)."]
         if len(self.finished) > 1:

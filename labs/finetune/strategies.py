@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from labs import models
 from labs.errors import BadInput, check_int, check_number
 from labs.finetune.data import MAX_CSV_ROWS
+from labs.finetune.tasks import check_task
 
 LEARNING_RATE_PRESETS = {"2e-5 (lecture: BERT default)": 2e-5, "5e-5 (lecture: small data)": 5e-5,
                          "1e-2 (too high!)": 1e-2}
@@ -35,6 +36,7 @@ class Settings:
     warmup_ratio: float = DEFAULTS["warmup_ratio"]
     weight_decay: float = DEFAULTS["weight_decay"]
     lora_targets: str = "query, value"
+    task: str = "sentiment"
 
 
 ENCODER_FAMILIES = ("encoder", "masked")  # what this lab fine-tunes: BERT-style encoders
@@ -42,7 +44,8 @@ ENCODER_FAMILIES = ("encoder", "masked")  # what this lab fine-tunes: BERT-style
 
 def check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                    warmup_ratio=DEFAULTS["warmup_ratio"], weight_decay=DEFAULTS["weight_decay"],
-                   lora_targets: str = "query, value", max_train: int | None = None) -> Settings:
+                   lora_targets: str = "query, value", max_train: int | None = None,
+                   task: str = "sentiment") -> Settings:
     lr = check_number(learning_rate, "The learning rate", 0, 1, low_open=True, hint=" (typical: 2e-5 to 5e-5)")
     values = {}
     for what, value in (("epochs", epochs), ("batch_size", batch_size), ("train_examples", train_examples)):
@@ -59,7 +62,8 @@ def check_settings(model, strategy, learning_rate, epochs, batch_size, train_exa
     choice = models.get_choice(model)
     models.check_family(choice, ENCODER_FAMILIES)  # a causal LM or a T5 is refused before anything loads
     return Settings(choice.name, strategy, lr, values["epochs"], values["batch_size"],
-                    values["train_examples"], check_int(seed, "The seed", 0, 2**32 - 1), warmup, decay, lora_targets)
+                    values["train_examples"], check_int(seed, "The seed", 0, 2**32 - 1), warmup, decay, lora_targets,
+                    check_task(task))
 
 
 STRATEGY_KINDS = {"full": "Full fine-tuning", "freeze_embeddings": "Freeze the embeddings",

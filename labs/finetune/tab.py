@@ -9,7 +9,7 @@ import pandas as pd
 
 from labs import models, ui
 from labs.errors import BadInput, check_int
-from labs.finetune import codegen, data, report, strategies, training
+from labs.finetune import codegen, data, predict, report, strategies, tab_tasks, tasks, training
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
 from labs.finetune.strategies import (
     DEFAULTS,
@@ -20,6 +20,7 @@ from labs.finetune.strategies import (
 from labs.switches import StopSwitches
 
 TITLE = "Fine-tune"
+ID = "finetune"
 EXPLAINER = """**Pre-train once, fine-tune cheaply.** A small pre-trained encoder gets a new classification head and
 learns positive vs negative reviews from a couple of hundred sentences, live, on this CPU. Switch on "from
 scratch" to train the same architecture from random weights on the same data: the gap between the two curves
@@ -44,11 +45,11 @@ STARTING = ("Starting… If another run is in progress, yours waits for it: your
 
 
 def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
-                  chosen: Dataset | None) -> tuple[strategies.Settings, Dataset]:
-    """The checked settings and the data they run on (None = the built-in set)."""
-    chosen = chosen or builtin_data()
+                  chosen: Dataset | None, task: str = "sentiment") -> tuple[strategies.Settings, Dataset]:
+    """The checked settings and the data they run on (None = the built-in set; other tasks: their set)."""
+    chosen = (chosen or builtin_data()) if task == "sentiment" else tasks.task_data(task)
     return strategies.check_settings(model_name, strategies.strategy_name(kind, n), lr, epochs, batch_size, n_train,
-                                     seed, warmup, decay, targets, max_train=len(chosen.train)), chosen
+                                     seed, warmup, decay, targets, max_train=len(chosen.train), task=task), chosen
 
 
 def describe_data(chosen: Dataset) -> tuple[str, pd.DataFrame]:
@@ -125,17 +126,18 @@ def runs_table(runs: list[dict]) -> pd.DataFrame:
 
 
 def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay, chosen, with_scratch,
-           runs, request: gr.Request):
+           runs, task="sentiment", request: gr.Request = None):
     """A live run: the curves redrawn as it trains, then the results and the run history. Stop (this
     student's switch) or a closed page ends it after the current step."""
     s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
-                              chosen)
+                              chosen, task)
     stop = STOPS.current(request.session_hash)
     if stop.is_set():  # stopped while it waited for its turn
         STOPS.release(request.session_hash, stop)
         yield (stopped(), *(gr.update(),) * 4, runs, *(gr.update(),) * 3)
         return
     live = report.LiveRun(2 if with_scratch else 1)
+    live.task_metric = tasks.METRIC[s.task]
     events = training.run_experiment(s, chosen, bool(with_scratch), stop)
     try:
         for event in events:
@@ -204,15 +206,11 @@ def settings_section(train_size: int) -> SimpleNamespace:
 def results_section() -> SimpleNamespace:
     progress, curves, summary = gr.HTML(), gr.Plot(label="Live training curves"), gr.Markdown()
     samples = ui.table(SAMPLE_HEADERS, "Validation sentences: prediction (probability) before and after", wrap=True)
-    with gr.Row():
-        text = gr.Textbox("An absolutely wonderful evening, I loved it.", scale=3, max_length=2000,
-                          label="Classify any sentence with your fine-tuned model")
-        classify = gr.Button("Classify", scale=1)
-    label = gr.Label(label="Prediction", num_top_classes=5)
+    text, text_b, classify, label, view = tab_tasks.try_section()
     with gr.Accordion("Compare your last runs", open=True):
         compare_plot, compare_table = gr.Plot(label="Your last runs"), ui.table(RUNS_HEADERS)
     runs, run_id, result = gr.State([]), gr.State(None), ui.result_json()
-    return SimpleNamespace(text=text, classify=classify, label=label, run_id=run_id, runs=runs,
+    return SimpleNamespace(text=text, text_b=text_b, classify=classify, label=label, view=view, run_id=run_id, runs=runs,
                            outputs=[progress, curves, summary, samples, run_id, runs, compare_plot, compare_table,
                                     result])
 
@@ -239,7 +237,8 @@ def build(demo: gr.Blocks) -> None:
     with gr.Accordion("1. Data", open=True, elem_classes=["lab-secondary"]):
         with gr.Row():
             sources = [BUILTIN, UPLOAD] + (list(HUB_DATASETS) if models.hub_online() else [])
-            source = gr.Radio(sources, value=BUILTIN, label="Data", scale=2)
+            task = tab_tasks.task_picker()
+            source = gr.Radio(sources, value=BUILTIN, label="Data (sentiment)", scale=2)
             upload = gr.File(label="CSV file (UTF-8, columns text,label; optional split = train/validation; "
                                    "≤ 5,000 rows, ≤ 5 MB)", file_types=[".csv"], type="binary", visible=False, scale=2,
                              elem_id="ft-upload")
@@ -270,14 +269,17 @@ def build(demo: gr.Blocks) -> None:
     # Stop flips this student's switch instead of cancelling the event: a cancelled event leaves the
     # page unable to start the next run for a while, and a run asked for meanwhile starts when this one ends.
     ui.wire(run_btn.click, starting, None, out.outputs[0], queue=False).then(
-        ui.friendly(on_run), s.values + [chosen, s.scratch, out.runs], out.outputs, api_visibility="private",
+        ui.friendly(on_run), s.values + [chosen, s.scratch, out.runs, task], out.outputs, api_visibility="private",
         concurrency_id="finetune", concurrency_limit=1, show_progress="minimal", show_progress_on=[out.outputs[1]],
         trigger_mode="always_last")
     ui.wire(stop_btn.click, on_stop, None, out.outputs[0], queue=False)
-    ui.wire(out.classify.click, training.classify, [out.run_id, out.text], out.label)
+    ui.wire(out.classify.click, tab_tasks.on_try, [task, out.run_id, out.text, out.text_b], [out.label, out.view])
+    ui.wire(task.change, tab_tasks.on_task, [task, s.model], [s.lr, s.values[5], out.text, out.text_b, out.view])
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
     ui.on_load(demo, on_lora, extras.lora, extras.lora_out)
     ui.api(training.finetune_progress, "finetune",
            "Fine-tune an encoder on the built-in sentiment set; streams progress, then returns the curves and "
            "accuracies.",
            concurrency_id="finetune", concurrency_limit=1)
+    ui.api(predict.predict_task, "predict_task",
+           "Run a model trained here (run_id) or a Hub task model (model) on new input with a task's view.")

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from labs import models
 from labs.errors import BadInput, check_bool, check_text
-from labs.finetune.data import Dataset, builtin_data, take_train
+from labs.finetune import tasks
+from labs.finetune.data import Dataset, take_train
 from labs.finetune.strategies import (
     Settings,
     apply_strategy,
@@ -37,6 +38,7 @@ class Step:
     total_steps: int
     loss: float
     elapsed: float
+    lr: float = 0.0  # the learning rate this step used
 
 
 @dataclass
@@ -44,8 +46,9 @@ class Eval:
     phase: str
     epoch: int  # 0 = before training
     loss: float
-    accuracy: float
+    accuracy: float  # the task's main metric (accuracy, entity F1 or exact match)
     elapsed: float
+    metrics: dict = field(default_factory=dict)  # every metric of the task
 
 
 @dataclass
@@ -63,6 +66,11 @@ class RunResult:
     samples: list[dict] = field(default_factory=list)  # validation sentences before / after
     stopped: bool = False
     run_id: str | None = None  # for classify(); None for from-scratch runs
+    task: str = "sentiment"
+    metrics_before: dict = field(default_factory=dict)
+    metrics_after: dict = field(default_factory=dict)
+    schedule: list[float] = field(default_factory=list)  # the optimizer's learning rate at each step
+    forgetting: dict | None = None  # {"retrieval_before", "retrieval_after", "drift"} (MiniLM-style encoders)
 
 
 class Batcher:
@@ -123,6 +131,35 @@ def evaluate(model, data: Batcher, batch_size: int = 64) -> tuple[float, float, 
     return total_loss / len(data), correct / len(data), probs
 
 
+def measure(model, data) -> tuple[float, float, dict, list]:
+    """(loss, main metric, every metric, predictions) on validation data of any task."""
+    if isinstance(data, Batcher):
+        loss, accuracy, probs = evaluate(model, data)
+        return loss, accuracy, {"accuracy": accuracy}, probs
+    loss, metrics, predictions = tasks.evaluate_task(model, data)
+    return loss, metrics[tasks.METRIC[data.task]], metrics, predictions
+
+
+def load_and_encode(s: Settings, data, scratch: bool):
+    """A fresh model with the task's head, and the training and validation batchers."""
+    task = getattr(data, "task", "sentiment")
+    if task == "sentiment":
+        model, tokenizer = models.load_for_classification(s.model, len(data.labels), scratch=scratch, seed=s.seed)
+    else:
+        model, tokenizer = models.load_for_task(s.model, tasks.HEADS[task], labels=data.labels or None,
+                                                scratch=scratch, seed=s.seed)
+    return model, tokenizer, task
+
+
+def batchers(task: str, tokenizer, s: Settings, data, device: str):
+    if task == "sentiment":
+        return (Batcher(tokenizer, take_train(data, s.train_examples, s.seed), device),
+                Batcher(tokenizer, data.validation, device))
+    rows = take_train(data, s.train_examples, s.seed) if task == "pair" else \
+        tasks.take_rows(data.train, s.train_examples, s.seed)
+    return tasks.TaskBatcher(task, tokenizer, rows, device), tasks.TaskBatcher(task, tokenizer, data.validation, device)
+
+
 def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Event | None = None):
     """Fine-tune one model and yield Step / Eval events as it goes; the last item is the RunResult.
 
@@ -133,28 +170,25 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
 
     phase = "from scratch" if scratch else "pre-trained"
     started = time.perf_counter()
-    model, tokenizer = models.load_for_classification(s.model, len(data.labels), scratch=scratch, seed=s.seed)
+    model, tokenizer, task = load_and_encode(s, data, scratch)
     optimizer = scheduler = None
     keep = False
     try:
         torch.manual_seed(s.seed)  # LoRA's adapters start from this seed too
         model = apply_strategy(model, s.strategy, s.lora_targets)
-        result = RunResult(phase, s, data.labels, *count_params(model))
+        result = RunResult(phase, s, data.labels, *count_params(model), task=task)
         device = str(next(model.parameters()).device)
-        train_set = Batcher(tokenizer, take_train(data, s.train_examples, s.seed), device)
-        val_set = Batcher(tokenizer, data.validation, device)
-        loss, result.accuracy_before, probs_before = evaluate(model, val_set)
-        yield Eval(phase, 0, loss, result.accuracy_before, time.perf_counter() - started)
+        train_set, val_set = batchers(task, tokenizer, s, data, device)
+        loss, result.accuracy_before, result.metrics_before, probs_before = measure(model, val_set)
+        yield Eval(phase, 0, loss, result.accuracy_before, time.perf_counter() - started, result.metrics_before)
         total_steps = math.ceil(len(train_set) / s.batch_size) * s.epochs
         optimizer, scheduler = make_optimizer(model, s, total_steps)
         probs_after = yield from train_epochs(model, (optimizer, scheduler), train_set, val_set, result, total_steps,
                                         started, stop)
-        result.samples = [{"text": data.validation[i][0], "label": data.labels[data.validation[i][1]],
-                           "before": _prediction(probs_before[i], data.labels),
-                           "after": _prediction(probs_after[i], data.labels)} for i in sample_rows(data.validation)]
+        result.samples = samples(task, data, probs_before, probs_after)
         result.seconds = time.perf_counter() - started
         if not scratch:
-            result.run_id = keep_model(model, tokenizer, data.labels)
+            result.run_id = keep_model(model, tokenizer, data.labels, task)
             keep = True
         yield result
     finally:
@@ -173,6 +207,7 @@ def train_epochs(model, optimizer_and_scheduler, train_set: Batcher, val_set: Ba
     for epoch in range(1, s.epochs + 1):
         model.train()
         for index in epoch_batches(len(train_set), s.batch_size, s.seed, epoch):
+            result.schedule.append(max(g["lr"] for g in optimizer.param_groups))  # the rate this step uses
             loss = model(**train_set.batch(index)).loss
             loss.backward()
             optimizer.step()
@@ -180,18 +215,33 @@ def train_epochs(model, optimizer_and_scheduler, train_set: Batcher, val_set: Ba
             optimizer.zero_grad(set_to_none=True)
             step += 1
             result.history.append({"step": step, "loss": loss.item()})
-            yield Step(result.phase, step, total_steps, result.history[-1]["loss"], time.perf_counter() - started)
+            yield Step(result.phase, step, total_steps, result.history[-1]["loss"], time.perf_counter() - started,
+                       result.schedule[-1])
             if stop is not None and stop.is_set():
                 result.stopped = True
                 break
         if result.stopped:
             break
-        loss, result.accuracy_after, probs_after = evaluate(model, val_set)
+        loss, result.accuracy_after, result.metrics_after, probs_after = measure(model, val_set)
         result.eval.append({"epoch": epoch, "loss": loss, "accuracy": result.accuracy_after})
-        yield Eval(result.phase, epoch, loss, result.accuracy_after, time.perf_counter() - started)
+        yield Eval(result.phase, epoch, loss, result.accuracy_after, time.perf_counter() - started,
+                   result.metrics_after)
     if not result.eval:  # stopped inside the first epoch: measure where it got to
-        _, result.accuracy_after, probs_after = evaluate(model, val_set)
+        _, result.accuracy_after, result.metrics_after, probs_after = measure(model, val_set)
     return probs_after
+
+
+def samples(task: str, data, before: list, after: list) -> list[dict]:
+    """A few validation rows: the truth, and the prediction before and after training."""
+    rows = data.validation
+    if task == "sentiment":
+        return [{"text": rows[i][0], "label": data.labels[rows[i][1]], "before": _prediction(before[i], data.labels),
+                 "after": _prediction(after[i], data.labels)} for i in sample_rows(rows)]
+    picked = sample_rows(rows) if task == "pair" else range(0, len(rows), max(1, len(rows) // SAMPLE_SENTENCES))
+    return [dict(zip(("text", "label"), tasks.describe_row(task, rows[i], data.labels)),
+                 before=tasks.prediction_text(task, rows[i], before[i], data.labels),
+                 after=tasks.prediction_text(task, rows[i], after[i], data.labels))
+            for i in list(picked)[:SAMPLE_SENTENCES]]
 
 
 def sample_rows(rows: list[tuple[str, int]]) -> list[int]:
@@ -212,12 +262,12 @@ _finished: collections.OrderedDict = collections.OrderedDict()
 _finished_lock = threading.Lock()
 
 
-def keep_model(model, tokenizer, labels: list[str]) -> str:
+def keep_model(model, tokenizer, labels: list[str], task: str = "sentiment") -> str:
     """Keep a fine-tuned model for classify(); only the last KEEP_FINISHED runs stay in memory."""
     run_id = uuid.uuid4().hex
     model.eval()
     with _finished_lock:
-        _finished[run_id] = (model, tokenizer, labels)
+        _finished[run_id] = (model, tokenizer, labels, task)
         while len(_finished) > KEEP_FINISHED:
             _finished.popitem(last=False)
     return run_id
@@ -232,7 +282,9 @@ def classify(run_id: str | None, text: str) -> dict[str, float]:
         kept = _finished.get(run_id or "")
     if kept is None:
         raise BadInput("Run a fine-tuning first (models from older runs are freed to save memory).")
-    model, tokenizer, labels = kept
+    model, tokenizer, labels, task = kept
+    if task != "sentiment":
+        raise BadInput(f"That run trained a {tasks.TASKS[task].split(' (')[0].lower()} model; try it in its own box.")
     enc = tokenizer(text, truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
     with torch.no_grad():
         probs = torch.softmax(model(**enc.to(next(model.parameters()).device)).logits[0].float(), -1).tolist()
@@ -248,11 +300,23 @@ def run_experiment(s: Settings, data: Dataset, compare_scratch: bool = False, st
             return
 
 
+def kept_model(run_id: str | None):
+    """(model, tokenizer, labels, task) of an earlier run, or BadInput."""
+    with _finished_lock:
+        kept = _finished.get(run_id or "")
+    if kept is None:
+        raise BadInput("Run a fine-tuning first (models from older runs are freed to save memory).")
+    return kept
+
+
 def experiment_json(results: list[RunResult]) -> dict:
     """The `finetune` API's JSON for a pre-trained run and, if it was asked for, its from-scratch twin."""
     main = results[0]
     scratch = results[1] if len(results) > 1 else None
-    return {"model": main.settings.model, "strategy": main.settings.strategy,
+    metrics = {"name": tasks.METRIC[main.task], "before": main.metrics_before, "after": main.metrics_after,
+               "scratch_after": None if scratch is None else scratch.metrics_after}
+    return {"task": main.task, "metrics": metrics, "schedule": main.schedule, "forgetting": main.forgetting,
+            "run_id": main.run_id, "model": main.settings.model, "strategy": main.settings.strategy,
             "trainable_params": main.trainable_params, "total_params": main.total_params,
             "history": main.history, "eval": main.eval, "accuracy_before": main.accuracy_before,
             "accuracy_after": main.accuracy_after, "seconds": round(sum(r.seconds for r in results), 3),
@@ -262,13 +326,13 @@ def experiment_json(results: list[RunResult]) -> dict:
 
 def finetune_progress(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
                       batch_size: int = 16, train_examples: int = 200, seed: int = 0,
-                      compare_scratch: bool = False) -> Iterator[dict]:
+                      compare_scratch: bool = False, task: str = "sentiment") -> Iterator[dict]:
     """The `finetune` API: a whole run on the built-in data. Yields the progress after every step
     ({"status": "running", "phase", "step", "total_steps", "loss"}), then the result's JSON. A client
     that goes away ends the run after its current step: Gradio closes this generator."""
-    data = builtin_data()
+    data = tasks.task_data(task)
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
-                       max_train=len(data.train))
+                       max_train=len(data.train), task=task)
     results, events = [], run_experiment(s, data, check_bool(compare_scratch, "compare_scratch"))
     try:
         for event in events:
@@ -283,8 +347,8 @@ def finetune_progress(model: str, strategy: str = "full", learning_rate: float =
 
 
 def finetune(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
-             compare_scratch=False) -> dict:
+             compare_scratch=False, task="sentiment") -> dict:
     """A whole run on the built-in data, as the API's JSON."""
     *_, result = finetune_progress(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
-                                   compare_scratch)
+                                   compare_scratch, task)
     return result

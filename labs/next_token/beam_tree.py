@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from labs import lm, models
+from labs.next_token.compute import resolved
 from labs.errors import check_int, check_text
 
 EXAMPLE = "The best way to learn is"
@@ -118,7 +119,7 @@ def beam_tree(loaded: models.LoadedModel, prompt, num_beams=4, max_new_tokens=6)
     prompt = check_text(prompt, EXAMPLE, what="prompt")
     num_beams = check_int(num_beams, "The number of beams", *BEAMS_RANGE)
     max_new_tokens = check_int(max_new_tokens, "New tokens", *NEW_TOKENS_RANGE)
-    loaded = models.load(loaded, "causal")
+    loaded = resolved(loaded, "causal")
     ids, _ = lm.causal_ids(loaded, prompt, MAX_PROMPT_TOKENS)
     ids = ids[-(loaded.max_tokens - max_new_tokens):]  # room for the new tokens in the model's positions
     return search(loaded, ids, num_beams, max_new_tokens)

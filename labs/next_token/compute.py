@@ -30,10 +30,17 @@ def check_knobs(temperature, top_k, top_p) -> tuple[float, int, float]:
     return temperature, top_k, top_p
 
 
+def resolved(model, *families: str) -> models.LoadedModel:
+    """The loaded model a compute function runs. Handlers and the API resolve a name once per click
+    (models.load) and pass the LoadedModel on: it is used as it is, with no call at all. A name (a
+    script, a test) is resolved here; models.load refuses a model of another family."""
+    if isinstance(model, models.LoadedModel) and model.family in families:
+        return model
+    return models.load(model, *families)
+
+
 def causal_lm(model) -> models.LoadedModel:
-    """The causal LM a compute function runs: a loaded model passes through models.load with no look-up
-    (the handlers and the API resolve a name once per click); a name from a script is resolved here."""
-    return models.load(model, "causal")
+    return resolved(model, "causal")
 
 
 def prompt_logits(loaded: models.LoadedModel, prompt, allow_empty: bool = False) -> tuple[list[str], np.ndarray, str]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labs import lm, models
+from labs.next_token.compute import resolved
 from labs.errors import BadInput, check_int, check_text
 
 SCORE_EXAMPLE = "The cat sat on the mat."
@@ -51,7 +52,7 @@ def checked_ids(loaded: models.LoadedModel, text: str) -> list[int]:
 def score(loaded: models.LoadedModel, text) -> Score:
     """log P(token | everything before it) for every token after the first, from one forward pass."""
     text = check_text(text, SCORE_EXAMPLE, what="sentence")
-    loaded = models.load(loaded, "causal")
+    loaded = resolved(loaded, "causal")
     ids = checked_ids(loaded, text)
     if len(ids) < 2:
         raise BadInput("Your text is one token: the first token has nothing before it, so there is nothing to "
@@ -147,7 +148,7 @@ def lens_position(loaded: models.LoadedModel, text: str) -> tuple[list[int], int
 def logit_lens(loaded: models.LoadedModel, text, top_k=5) -> Lens:
     text = check_text(text, LENS_EXAMPLE, what="text")
     top_k = check_int(top_k, "Top-k", *LENS_TOP_K)
-    loaded = models.load(loaded, "causal", "masked")
+    loaded = resolved(loaded, "causal", "masked")
     ids, position = lens_position(loaded, text)
     states = lm.hidden_states(loaded, [ids])[0][:, position]  # [layers + 1, hidden], one cached pass
     probs = lm.softmax(lens_logits(loaded, states))

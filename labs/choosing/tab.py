@@ -1,0 +1,50 @@
+"""Choosing a model, the tab: the title, explainer and Try-this prompts, and the panels' layout and wiring
+(each panel is a tab_<panel>.py module with its handlers)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from labs import ui
+from labs.choosing import bias, cards, domains, few_shot, tab_bias, tab_cards, tab_few_shot, tab_tasks
+
+TITLE = "Choosing a model"
+ID = "choosing"
+EXPLAINER = """**Which pre-trained model, for which job?** The table reads every model offered here from its own
+config and weights: family (encoder, decoder, encoder-decoder), size, tokenizer, pre-training objective and
+speed. Below, a causal LM classifies reviews from examples in its prompt alone (no training), a probe shows a
+bias it inherited from its pre-training text, and a task card asks you to pick the architecture and head."""
+TRY_THIS = (
+    "B4: in the table, compare an encoder (BERT, MiniLM), a decoder (GPT-2, SmolLM2) and an encoder-decoder (T5): "
+    "which share of each model's parameters is the embedding table, and why is it so large for SmolLM2?",
+    "B4: for each task card, pick an architecture and a head before checking. Which tasks could a decoder do by "
+    "prompting alone, and what would you lose?",
+    "Few-shot: with arbitrary labels (apple/banana) at 0 examples, why is the model at chance? How many examples "
+    "does it need before the labels mean something? Does the order of the examples matter?",
+    "B7: write your own template (\"The {occupation} was praised because [MASK] ...\"). Does the order of the "
+    "occupations survive the new wording? What can and can't this probe tell you about the model?",
+    "Domain shift: paste a paragraph from your own field. Is its perplexity nearer news or legal text?")
+
+
+def build(demo: gr.Blocks) -> None:
+    ui.explainer(EXPLAINER)
+    cards_panel = tab_cards.build()
+    shots_panel = tab_few_shot.build()
+    bias_panel = tab_bias.build()
+    tasks_panel = tab_tasks.build()
+    ui.try_this(*TRY_THIS)
+    ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
+            template=bias_panel.template, text=bias_panel.dtext)
+    tab_cards.wire(demo, cards_panel)
+    tab_few_shot.wire(demo, shots_panel)
+    tab_bias.wire(demo, bias_panel)
+    tab_tasks.wire(demo, tasks_panel)
+    ui.api(cards.model_card, "model_card", "model_card(names, measure) -> {online, latency_text, models: [{name, "
+           "family, layers, hidden_size, heads, vocab_size, tokenizer, params, embedding_params, other_params, "
+           "objective, latency_ms, ...}]}")
+    ui.api(few_shot.few_shot_api, "few_shot", "few_shot(model, shots, labels, seeds) -> {labels, label_tokens, "
+           "curve: [{shots, accuracy, by_seed, min, max}], example: {prompt, probs, predicted, gold}}")
+    ui.api(bias.bias_probe, "bias_probe", "bias_probe(model, template) -> {template, read_as, rows: [{occupation, "
+           "p_he, p_she, p_they, log_ratio}], what_it_shows}")
+    ui.api(domains.domain_shift_api, "domain_shift", "domain_shift(model, text) -> {domains: [{domain, perplexity, "
+           "tokens, texts}], yours}")

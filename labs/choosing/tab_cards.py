@@ -1,0 +1,90 @@
+"""Choosing a model, panel 1: the model card table (every model offered here, read from its config and
+weights; latency on a button, measured once per process) and "Check the handout"."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+import pandas as pd
+
+from labs import ui
+from labs.choosing import cards, handout
+
+CARD_HEADERS = ["Model", "Family", "Layers", "Hidden", "Heads", "Vocabulary (tokenizer)", "Parameters",
+                "of which embeddings", "Pre-training objective", "One forward pass"]
+HANDOUT_HEADERS = ["Check", "Model named", "Measured with", "Handout says", "Measured here", "Agrees?", "Note"]
+
+
+def millions(n) -> str:
+    return "" if n is None else f"{n / 1e6:,.2f}M" if n >= 1e5 else f"{n:,}"
+
+
+def card_row(c: dict) -> list:
+    layers = f"{c['layers']} + {c['decoder_layers']}" if c["decoder_layers"] else c["layers"]
+    latency = "press Measure" if c["latency_ms"] is None else f"**{c['latency_ms']:,.1f} ms** ({c['latency_tokens']} tokens)"
+    family = c["family"] + ("" if c["head_trained"] else " (random LM head)")
+    share = f"{millions(c['embedding_params'])} ({c['embedding_params'] / c['params']:.0%})"
+    return [f"**{ui.md(c['name'])}**", family, layers, c["hidden_size"], c["heads"],
+            f"{c['vocab_size']:,} ({c['tokenizer']})", f"**{millions(c['params'])}**", share, ui.md(c["objective"]),
+            latency]
+
+
+def card_table(result: dict) -> str:
+    """The measured models as a Markdown table (it wraps and reads large on a projector)."""
+    rows = [card_row(c) for c in result["models"] if c["source"] != "not here"]
+    lines = ["| " + " | ".join(CARD_HEADERS) + " |", "|" + "---|" * len(CARD_HEADERS)]
+    return "\n".join(lines + ["| " + " | ".join(str(x) for x in row) + " |" for row in rows])
+
+
+def cards_note(result: dict) -> str:
+    missing = [c["name"] for c in result["models"] if c["source"] == "not here"]
+    text = ("Every figure is read from the model loaded in this server: layers, hidden size and heads from its "
+            "config, parameters counted from its weights (a tied input/output embedding counted once).")
+    if missing:
+        text += (f" **Not measured here** (the Hugging Face Hub is {'reachable' if result['online'] else 'not reachable'} "
+                 f"and they are not in the local cache): {ui.md(', '.join(missing))}. While online, run "
+                 "`python -m labs.download` once to have them.")
+    return text
+
+
+def on_cards(measure: bool = False):
+    """The table for every model offered here (latency when asked, once per process per model)."""
+    result = cards.model_card([], measure)
+    note = cards_note(result)
+    if measure:
+        note += (f" Latency: one forward pass over “{ui.md(result['latency_text'])}”, the median of "
+                 f"{cards.LATENCY_RUNS} after a warm-up, measured once per server start; other work on this server at "
+                 "the same moment slows it down.")
+    return card_table(result), note, result
+
+
+def on_measure():
+    return on_cards(True)
+
+
+def on_handout():
+    rows = handout.check_handout()
+    shown = [[r["check"], r["model"], r["measured_with"] or "—", r["handout"], r["measured"] or "not measured here",
+              {True: "yes", False: "NO", None: "—"}[r["agrees"]], r["note"]] for r in rows]
+    return pd.DataFrame(shown, columns=HANDOUT_HEADERS)
+
+
+def build() -> SimpleNamespace:
+    gr.Markdown("## 1. Families and variants, measured here")
+    table = gr.Markdown(elem_classes=["lab-cards"])
+    note = gr.Markdown()
+    measure = gr.Button("Measure the forward-pass latency of every model", variant="secondary")
+    with gr.Accordion("The cards as JSON (as /model_card returns them)", open=False):
+        box = gr.JSON()
+    with gr.Accordion("Check the handout: the course's examples on the models they name", open=False):
+        check = gr.Button("Check the handout now")
+        handout_table = ui.table(HANDOUT_HEADERS, "The course's examples, computed live", wrap=True)
+    return SimpleNamespace(note=note, table=table, measure=measure, box=box, check=check, handout=handout_table)
+
+
+def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+    outputs = [p.table, p.note, p.box]
+    ui.on_load(demo, on_cards, None, outputs)
+    ui.wire(p.measure.click, on_measure, None, outputs, concurrency_limit=1, concurrency_id="choosing-latency")
+    ui.wire(p.check.click, on_handout, None, p.handout)

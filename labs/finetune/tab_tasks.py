@@ -1,0 +1,112 @@
+"""Fine-tune, the task panel: the task choice, its training example as the loss sees it, and "Try the
+model you trained" with each task's view (segment ids, word pieces with labels, start/end bars)."""
+
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+from labs import models
+from labs.finetune import predict, tasks
+
+TASK_DEFAULTS = {"sentiment": (5e-5, 3), "pair": (3e-4, 5), "ner": (3e-4, 5), "qa": (3e-4, 5)}  # lr, epochs
+SECOND = {"pair": "Sentence B", "qa": "Context (the answer is copied from here)"}
+FIRST = {"sentiment": "Sentence", "pair": "Sentence A", "ner": "Sentence", "qa": "Question"}
+CELL = ("display:inline-block;margin:2px;padding:4px 6px;border-radius:6px;text-align:center;"
+        "font-size:16px;vertical-align:top;")
+COLOURS = {"PER": "#dbeafe", "LOC": "#dcfce7", "ORG": "#fef3c7"}
+
+
+def task_picker():
+    return gr.Dropdown([(label, key) for key, label in tasks.TASKS.items()], value="sentiment", label="Task",
+                       elem_id="ft-task")
+
+
+def try_section():
+    with gr.Row():
+        text = gr.Textbox(predict.EXAMPLES["sentiment"][0], scale=3, max_length=2000,
+                          label="Try the model you trained: sentence")
+        text_b = gr.Textbox("", scale=3, max_length=4000, label="Sentence B", visible=False)
+        button = gr.Button("Try the model you trained", scale=1)
+    label = gr.Label(label="Prediction", num_top_classes=5)
+    view = gr.HTML(elem_id="ft-task-view")
+    return text, text_b, button, label, view
+
+
+def cell(top: str, bottom: str, colour: str = "#f3f4f6", title: str = "") -> str:
+    return (f'<span style="{CELL}background:{colour}" title="{html.escape(title)}">{html.escape(top)}<br>'
+            f'<small>{html.escape(bottom)}</small></span>')
+
+
+def pair_html(tokens: list[str], segments: list[int]) -> str:
+    cells = "".join(cell(t, f"segment {s}", "#e0f2fe" if s else "#f3f4f6") for t, s in zip(tokens, segments))
+    return f"<p><b>[CLS] A [SEP] B [SEP]</b>: the segment id (token_type_ids) under each piece.</p><div>{cells}</div>"
+
+
+def ner_html(pieces: list[dict]) -> str:
+    cells = []
+    for p in pieces:
+        if p["special"] or not p["first"]:
+            why = "special token" if p["special"] else "continuation piece: ignored in the loss"
+            cells.append(cell(p["token"], "-100", "#f3f4f6", why))
+        else:
+            cells.append(cell(p["token"], p["label"], COLOURS.get(p["label"][2:], "#ffffff")))
+    return ("<p>Each word's label sits on its <b>first piece</b>; continuation pieces (##…) and special tokens "
+            f"carry <b>-100</b> and are ignored in the loss.</p><div>{''.join(cells)}</div>")
+
+
+def qa_html(result: dict) -> str:
+    cells = []
+    for i, token in enumerate(result["tokens"]):
+        chosen = result["start"] <= i <= result["end"]
+        bars = "".join(f'<div style="height:{4 + 60 * p:.0f}px;width:10px;background:{c};display:inline-block;'
+                       f'margin:0 1px;vertical-align:bottom" title="{name} {p:.2f}"></div>'
+                       for p, c, name in ((result["start_probs"][i], "#2563eb", "start"),
+                                          (result["end_probs"][i], "#dc2626", "end")))
+        cells.append(f'<span style="{CELL}background:{"#fde68a" if chosen else "#f3f4f6"}"><div style="height:64px">'
+                     f'{bars}</div>{html.escape(token)}</span>')
+    return (f"<p><b>Answer: {html.escape(result['answer'])}</b> (p = {result['score']:.2f}). Blue bars: start "
+            "probability, red bars: end probability; the highlighted span is the best start ≤ end "
+            f"(at most {tasks.MAX_ANSWER_TOKENS} tokens).</p><div>{''.join(cells)}</div>")
+
+
+def example_html(task: str, model_name: str) -> str:
+    """The first training example of the task, as the loss sees it."""
+    if task == "sentiment" or not model_name:
+        return ""
+    tokenizer = models.load(model_name, "encoder", "masked").tokenizer
+    row = tasks.task_data(task).train[0]
+    view = predict.training_view(task, tokenizer, row)
+    if task == "pair":
+        return "<h4>A training example</h4>" + pair_html(view["tokens"], view["segments"])
+    if task == "ner":
+        pieces = [{"token": t, "label": y, "first": y != tasks.IGNORE, "special": t.startswith("[")}
+                  for t, y in zip(view["tokens"], view["labels"])]
+        return "<h4>A training example</h4>" + ner_html(pieces)
+    cells = "".join(cell(t, "start" if i == view["start"] else "end" if i == view["end"] else "",
+                         "#fde68a" if view["start"] <= i <= view["end"] else "#f3f4f6")
+                    for i, t in enumerate(view["tokens"]))
+    return ("<h4>A training example</h4><p>The labels are two token positions: where the answer starts and "
+            f"where it ends.</p><div>{cells}</div>")
+
+
+def on_task(task, model_name):
+    """A task chosen: its learning rate and epochs, the boxes it needs, its example encoding."""
+    lr, epochs = TASK_DEFAULTS[task]
+    first, second = predict.EXAMPLES[task]
+    return (lr, epochs, gr.update(value=first, label=f"Try the model you trained: {FIRST[task].lower()}"),
+            gr.update(value=second, visible=task in SECOND, label=SECOND.get(task, "")),
+            example_html(task, model_name))
+
+
+def on_try(task, run_id, text, text_b):
+    """Try the model of the last run on new input: (class probabilities or None, the task's view)."""
+    result = predict.predict_task(task, text, text_b, run_id or "")
+    if task in ("sentiment", "pair"):
+        view = pair_html(result["tokens"], result["segments"]) if task == "pair" else ""
+        return result["probs"], view
+    if task == "ner":
+        entities = ", ".join(f"{e['word']} ({e['entity_group']})" for e in result["entities"]) or "none"
+        return None, f"<p><b>Entities: {html.escape(entities)}</b></p>" + ner_html(result["pieces"])
+    return None, qa_html(result)

@@ -1,0 +1,140 @@
+"""Gradio's own files (its web page's JavaScript, CSS and fonts) compressed once per server, not once per
+student. Gradio's BrotliMiddleware compresses every response anew at quality 4, although the files it
+ships never change while a server runs: measured, 0.17 s of CPU per page open, two thirds of what a
+page open cost, and a class opens the page at the same moment.
+
+`CachedCompression` is Gradio's BrotliMiddleware (the same settings, installed where Gradio installs
+it) that keeps the compressed bytes of the files under /assets/, /static/ and /svelte/ (the folders of
+the gradio package; no user file, upload, page, configuration or API response is under them) after
+the first request, and sends them with an ETag and browser caching: a file whose name carries Vite's
+content hash (`Blocks-D1GWYZdr.js`) is immutable for a year, the rest is revalidated (a 304). Whatever
+else passes through Gradio's own middleware unchanged. Written for gradio 6.31 (pinned in
+requirements.txt); tests/test_static_cache.py checks the bytes against Gradio's own responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import re
+
+import anyio
+import brotli
+from gradio import routes
+from gradio.brotli_middleware import BrotliMiddleware
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import Message, Receive, Scope, Send
+
+# Folders of files that ship inside the gradio package (routes.py: BUILD_PATH_LIB, STATIC_PATH_LIB, svelte).
+PACKAGE_FILES = re.compile(r"^/(assets|static|svelte)/[^?#]+$")
+HASHED_NAME = re.compile(r"-[A-Za-z0-9_-]{8}\.[a-z0-9]+$")  # Vite's content hash: the name changes with the bytes
+IMMUTABLE = "public, max-age=31536000, immutable"
+REVALIDATE = "no-cache"
+QUALITY = 11  # computed once per server, so the smallest bytes: 100 students download each file
+
+
+class CachedCompression(BrotliMiddleware):
+    """BrotliMiddleware that compresses each of Gradio's package files once (brotli, or gzip for a
+    browser without brotli) and answers later requests from memory."""
+
+    def __init__(self, app, **kwargs) -> None:
+        super().__init__(app, **kwargs)
+        self.kept: dict[tuple[str, str], tuple[int, list, bytes]] = {}  # (path, encoding): status, headers, body
+        self._pending: dict[tuple[str, str], asyncio.Future] = {}
+
+    def _encoding(self, scope: Scope) -> str | None:
+        """The encoding to keep for this request, or None where it goes through Gradio's middleware."""
+        if scope["type"] != "http" or scope.get("method") != "GET" or self._is_handler_excluded(scope):
+            return None
+        path = self._path(scope)
+        if not PACKAGE_FILES.match(path) or ".." in path or not self._is_compressible_file_type(scope):
+            return None
+        headers = Headers(scope=scope)
+        if "range" in headers or "origin" in headers:  # a range, or CORS headers that depend on the caller
+            return None
+        accept = headers.get("accept-encoding", "")
+        return "br" if "br" in accept else "gzip" if self.gzip_fallback and "gzip" in accept else None
+
+    @staticmethod
+    def _path(scope: Scope) -> str:
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        return path[len(root):] if root and path.startswith(root) else path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        encoding = self._encoding(scope)
+        if encoding is None:
+            return await super().__call__(scope, receive, send)
+        key = (self._path(scope), encoding)
+        if key not in self.kept:  # (a 404 is asked for again each time, through Gradio's own path)
+            pending = self._pending.get(key)
+            if pending is None:  # the first request computes; the ones arriving meanwhile wait for it
+                pending = self._pending[key] = asyncio.get_running_loop().create_future()
+                try:
+                    kept = await self._compute(scope, receive, encoding)
+                    if kept is not None:  # only files that exist: a stream of made-up names keeps nothing
+                        self.kept[key] = kept
+                finally:
+                    pending.set_result(None)
+                    del self._pending[key]
+            else:
+                await pending
+        kept = self.kept.get(key)
+        if kept is None:  # not a file (a 404) or not ours to keep: Gradio's own path
+            return await super().__call__(scope, receive, send)
+        status, headers, body = kept
+        if _etag_matches(Headers(scope=scope).get("if-none-match"), dict(headers)[b"etag"]):
+            keep = {b"etag", b"cache-control", b"vary", b"last-modified"}
+            await send({"type": "http.response.start", "status": 304,
+                        "headers": [(k, v) for k, v in headers if k in keep]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _compute(self, scope: Scope, receive: Receive, encoding: str) -> tuple[int, list, bytes] | None:
+        """The file's response as Gradio's route gives it, compressed once; None if it is not a plain 200."""
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(dict(scope, headers=[(k, v) for k, v in scope["headers"] if k != b"if-none-match"]),
+                       receive, capture)
+        raw = Headers(raw=start.get("headers", []))
+        if start.get("status") != 200 or "content-encoding" in raw:
+            return None
+        body = b"".join(chunks)
+        headers = MutableHeaders(raw=list(start["headers"]))
+        if len(body) >= self.minimum_size:  # Gradio leaves small files uncompressed; so does this
+            if encoding == "br":
+                body = await anyio.to_thread.run_sync(
+                    lambda: brotli.compress(body, quality=QUALITY, mode=self.mode, lgwin=self.lgwin))
+            else:
+                body = await anyio.to_thread.run_sync(lambda: gzip.compress(body, compresslevel=9, mtime=0))
+            headers["Content-Encoding"] = encoding
+            if "accept-ranges" in headers:
+                del headers["accept-ranges"]  # a range of the compressed bytes is not what the route serves
+        headers["Content-Length"] = str(len(body))
+        headers.add_vary_header("Accept-Encoding")
+        headers["ETag"] = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+        headers["Cache-Control"] = IMMUTABLE if HASHED_NAME.search(self._path(scope)) else REVALIDATE
+        return 200, headers.raw, body
+
+
+def _etag_matches(if_none_match: str | None, etag: bytes) -> bool:
+    if not if_none_match:
+        return False
+    tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+    return "*" in tags or etag.decode() in tags
+
+
+def install() -> None:
+    """Make every Gradio app created from now on use CachedCompression (Gradio adds its middleware in
+    App.create_app, at launch)."""
+    routes.BrotliMiddleware = CachedCompression

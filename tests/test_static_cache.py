@@ -1,0 +1,157 @@
+"""labs/static_cache.py against Gradio's own middleware: the same bytes once decompressed, the right
+headers, each file compressed once, and nothing dynamic (the page, its configuration, the theme, the
+API, user files) kept. No browser, no model: a small Blocks app served by Starlette's TestClient."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import brotli
+import gradio as gr
+import pytest
+from gradio import routes
+from gradio.brotli_middleware import BrotliMiddleware
+from starlette.testclient import TestClient
+
+from labs import static_cache
+
+BR = {"Accept-Encoding": "gzip, deflate, br, zstd"}
+GZIP = {"Accept-Encoding": "gzip"}
+IDENTITY = {"Accept-Encoding": "identity"}
+
+
+def make_app(cached: bool, tmp_path):
+    """A small app (a textbox and a button) with Gradio's middleware or ours."""
+    (tmp_path / "note.txt").write_text("a user's file " * 100)
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        gr.Button().click(lambda s: s, box, box, api_name="echo")
+    original = routes.BrotliMiddleware
+    try:
+        if cached:
+            static_cache.install()
+        app, _, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", allowed_paths=[str(tmp_path)],
+                                quiet=True)
+    finally:
+        routes.BrotliMiddleware = original
+    return demo, app
+
+
+def middleware(client: TestClient):
+    """The CachedCompression instance inside the app's middleware stack."""
+    layer = client.app.middleware_stack or client.app.build_middleware_stack()
+    while layer is not None and not isinstance(layer, static_cache.CachedCompression):
+        layer = getattr(layer, "app", None)
+    return layer
+
+
+def raw(client: TestClient, path: str, headers: dict):
+    """The response with its body as sent (not decoded by the client)."""
+    with client.stream("GET", path, headers=headers) as response:
+        return response, b"".join(response.iter_raw())
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("static")
+    (plain_demo, plain_app), (our_demo, our_app) = make_app(False, folder), make_app(True, folder)
+    gradio_client, ours = TestClient(plain_app), TestClient(our_app)
+    ours.get("/")  # builds the middleware stack
+    yield gradio_client, ours, folder
+    plain_demo.close()
+    our_demo.close()
+
+
+@pytest.fixture(scope="module")
+def asset_paths(clients):
+    """The files the page names (JavaScript, CSS), as a browser would fetch them."""
+    gradio_client, _, _ = clients
+    page = gradio_client.get("/", headers=IDENTITY).text
+    paths = sorted(set(re.findall(r'(/(?:assets|static)/[^"\'\s?)]+\.(?:js|css))', page)))
+    assert paths, "the page names no asset: Gradio's page changed"
+    # and what the page imports later: a sample of Gradio's built files, small and large, js, css and svg
+    built = sorted(p for p in (Path(gr.__file__).parent / "templates" / "frontend" / "assets").iterdir()
+                   if p.suffix in (".js", ".css", ".svg"))
+    by_size = sorted(built, key=lambda p: p.stat().st_size)
+    sample = by_size[:3] + by_size[-2:] + built[:: max(1, len(built) // 10)]
+    return sorted(set(paths) | {f"/assets/{p.name}" for p in sample})
+
+
+def test_installs_where_gradio_adds_its_middleware(clients):
+    _, ours, _ = clients
+    assert middleware(ours) is not None
+    assert issubclass(static_cache.CachedCompression, BrotliMiddleware)
+
+
+def test_bytes_equal_gradios_own(clients, asset_paths):
+    gradio_client, ours, _ = clients
+    for path in asset_paths:
+        plain = gradio_client.get(path, headers=IDENTITY)
+        assert plain.status_code == 200 and "content-encoding" not in plain.headers
+        response, body = raw(ours, path, BR)
+        assert response.status_code == 200
+        if len(plain.content) >= 400:
+            assert response.headers["content-encoding"] == "br"
+            assert brotli.decompress(body) == plain.content, path
+        else:  # Gradio does not compress small files either
+            assert body == plain.content
+        assert response.headers["content-length"] == str(len(body))
+        assert "accept-encoding" in response.headers["vary"].lower()
+        assert response.headers["content-type"] == plain.headers["content-type"]
+        response, body = raw(ours, path, GZIP)
+        assert (gzip.decompress(body) if response.headers.get("content-encoding") == "gzip" else body) == plain.content
+        # Gradio's own brotli response decodes to the same bytes too
+        theirs, their_body = raw(gradio_client, path, BR)
+        if theirs.headers.get("content-encoding") == "br":
+            assert brotli.decompress(their_body) == plain.content
+
+
+def test_each_file_compressed_once_and_cached_by_browsers(clients, asset_paths, monkeypatch):
+    _, ours, _ = clients
+    path = next(p for p in asset_paths if p.endswith(".js"))
+    first, body = raw(ours, path, BR)
+    calls = []
+    monkeypatch.setattr(static_cache.brotli, "compress", lambda *a, **k: calls.append(1) or b"")
+    for _ in range(3):
+        again, again_body = raw(ours, path, BR)
+        assert again_body == body and again.headers["etag"] == first.headers["etag"]
+    assert calls == []  # served from memory
+    hashed = static_cache.HASHED_NAME.search(path)
+    assert first.headers["cache-control"] == (static_cache.IMMUTABLE if hashed else static_cache.REVALIDATE)
+    # a browser that has the file asks again with its ETag: 304, no body
+    response, body = raw(ours, path, dict(BR, **{"If-None-Match": first.headers["etag"]}))
+    assert response.status_code == 304 and body == b""
+    assert response.headers["etag"] == first.headers["etag"]
+    # the gzip copy is another representation: another ETag
+    gz, _ = raw(ours, path, GZIP)
+    assert gz.headers["etag"] != first.headers["etag"]
+
+
+def test_nothing_dynamic_is_kept(clients):
+    _, ours, folder = clients
+    cache = middleware(ours).kept
+    before = set(cache)
+    paths = ["/", "/config", "/theme.css", "/gradio_api/info", "/gradio_api/openapi.json",
+             f"/gradio_api/file={folder / 'note.txt'}"]
+    for path in paths:
+        response = ours.get(path, headers=BR)
+        assert "immutable" not in response.headers.get("cache-control", ""), path
+    response = ours.post("/gradio_api/run/predict", json={"data": ["hello"], "fn_index": 0}, headers=BR)
+    assert response.status_code == 200 and response.json()["data"] == ["hello"]
+    assert set(cache) == before
+    assert all(path.startswith(("/assets/", "/static/", "/svelte/")) for path, _ in cache)
+
+
+def test_missing_files_ranges_and_cors_go_through_gradio(clients, asset_paths):
+    gradio_client, ours, _ = clients
+    assert ours.get("/assets/no-such-file.js", headers=BR).status_code == gradio_client.get(
+        "/assets/no-such-file.js", headers=BR).status_code
+    assert ("/assets/no-such-file.js", "br") not in middleware(ours).kept
+    assert ours.get("/assets/../../routes.py", headers=BR).status_code in (400, 403, 404)
+    path = asset_paths[0]
+    ranged = ours.get(path, headers=dict(IDENTITY, Range="bytes=0-9"))
+    assert ranged.status_code == 206 and len(ranged.content) == 10
+    cross = ours.get(path, headers=dict(BR, Origin="http://127.0.0.1:9999"))
+    assert cross.status_code == 200 and "immutable" not in cross.headers.get("cache-control", "")
