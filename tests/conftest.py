@@ -49,16 +49,18 @@ def minilm_folder() -> str:
     return choice.location
 
 
-def build_tiny_bert(folder: Path) -> None:
-    """A 2-layer BERT masked LM with random weights and the real uncased WordPiece vocabulary."""
+def build_tiny_bert(folder: Path, head: str = "BertForMaskedLM") -> None:
+    """A 2-layer BERT with random weights and the real uncased WordPiece vocabulary: a masked LM, or with
+    head="BertForPreTraining" the masked-LM and next-sentence heads of bert-base-uncased's checkpoint."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+    import transformers
+    from transformers import AutoTokenizer, BertConfig
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_folder())
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=128, max_position_embeddings=128)
-    BertForMaskedLM(config).save_pretrained(folder)
+    getattr(transformers, head)(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
 
 
@@ -105,20 +107,6 @@ def build_tiny_t5(folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-def build_tiny_bert_pretraining(folder: Path) -> None:
-    """A 2-layer BertForPreTraining (masked LM + next-sentence heads) with random weights and the real
-    uncased WordPiece vocabulary: the shape of bert-base-uncased's checkpoint."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForPreTraining
-
-    tokenizer = AutoTokenizer.from_pretrained(minilm_folder())
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=128)
-    BertForPreTraining(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def tiny_models():
     """Build the tiny models once per run and make the registry see them."""
@@ -128,10 +116,37 @@ def tiny_models():
         build_tiny_bert(TINY_BERT)
         build_tiny_gpt2(TINY_GPT2)
         build_tiny_t5(TINY_T5)
-        build_tiny_bert_pretraining(TINY_BERT_PRETRAINING)
+        build_tiny_bert(TINY_BERT_PRETRAINING, "BertForPreTraining")
     models.reset_registry()
     return {"masked": TINY_BERT.name, "causal": TINY_GPT2.name, "seq2seq": TINY_T5.name,
             "pretraining": TINY_BERT_PRETRAINING.name}
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """Every call to models.load, and every models.get_choice made outside models.load: how often a
+    click resolves its model."""
+    from labs import models
+
+    calls, depth = [], [0]
+    load, get_choice = models.load, models.get_choice
+
+    def counted_load(model, *families, **kwargs):
+        calls.append(("load", model, families))
+        depth[0] += 1
+        try:
+            return load(model, *families, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    def counted_get_choice(name):
+        if not depth[0]:
+            calls.append(("get_choice", name, ()))
+        return get_choice(name)
+
+    monkeypatch.setattr(models, "load", counted_load)
+    monkeypatch.setattr(models, "get_choice", counted_get_choice)
+    return calls
 
 
 def free_port() -> int:

@@ -166,48 +166,24 @@ def test_a_masked_lm_needs_a_blank(tiny_models):
     assert inside.logit_lens(tiny_models["masked"], "A ___ here.", 5).tokens[2] == "[MASK]"
 
 
-@pytest.fixture
-def loads(monkeypatch):
-    """Every call to models.load, and every models.get_choice made outside models.load."""
-    calls, depth = [], [0]
-    load, get_choice = models.load, models.get_choice
-
-    def counted_load(model, *families):
-        calls.append(("load", model, families))
-        depth[0] += 1
-        try:
-            return load(model, *families)
-        finally:
-            depth[0] -= 1
-
-    def counted_get_choice(name):
-        if not depth[0]:
-            calls.append(("get_choice", name, ()))
-        return get_choice(name)
-
-    monkeypatch.setattr(models, "load", counted_load)
-    monkeypatch.setattr(models, "get_choice", counted_get_choice)
-    return calls
-
-
-def test_score_lens_and_tree_take_a_loaded_model_and_look_nothing_up(tiny_models, loads):
+def test_score_lens_and_tree_take_a_loaded_model_and_look_nothing_up(tiny_models, lookups):
     causal, masked = tiny_models["causal"], tiny_models["masked"]
     by_name = (inside.score(causal, "The cat sat on the mat.").to_json(),
                inside.logit_lens(causal, "The capital is", 4).to_json(),
                inside.logit_lens(masked, "A [MASK] here.", 4).to_json(),
                beam_tree.beam_tree(causal, "Once upon a time", 3, 4).to_json())
     loaded_causal, loaded_masked = models.load(causal, "causal"), models.load(masked, "masked")
-    loads.clear()
+    lookups.clear()
     assert (inside.score(loaded_causal, "The cat sat on the mat.").to_json(),
             inside.logit_lens(loaded_causal, "The capital is", 4).to_json(),
             inside.logit_lens(loaded_masked, "A [MASK] here.", 4).to_json(),
             beam_tree.beam_tree(loaded_causal, "Once upon a time", 3, 4).to_json()) == by_name
-    assert loads == []
+    assert lookups == []
     with pytest.raises(BadInput, match="causal"):  # a model of another family is still refused
         inside.score(loaded_masked, "A sentence to score.")
 
 
-def test_each_inside_click_resolves_the_model_once(tiny_models, loads):
+def test_each_inside_click_resolves_the_model_once(tiny_models, lookups):
     causal, masked = tiny_models["causal"], tiny_models["masked"]
     clicks = {
         "score": (lambda: tab_inside.on_score(causal, "The cat sat.", "Sat the cat.", "A", tab_inside.HOW_MUCH[0]),
@@ -221,9 +197,9 @@ def test_each_inside_click_resolves_the_model_once(tiny_models, loads):
     }
     out = {}
     for click, (run, expected) in clicks.items():
-        loads.clear()
+        lookups.clear()
         out[click] = run()
-        assert loads == [expected], click
+        assert lookups == [expected], click
     assert out["score"][2]["a"] == inside.score(causal, "The cat sat.").to_json()
     assert out["lens"][3] == inside.logit_lens(causal, "The capital is", 4).to_json()
     assert out["tree"][3] == out["the same tree again"][3] == beam_tree.beam_tree(causal, "Once upon a time", 3,

@@ -174,30 +174,6 @@ def test_softmax_by_hand_matches_exercise_b2():
 # ------------------------------------------------------------ resolve once, pass on
 
 
-@pytest.fixture
-def lookups(monkeypatch):
-    """Every call to models.load, and every models.get_choice made outside models.load."""
-    calls, depth = [], [0]
-    load, get_choice = models.load, models.get_choice
-
-    def counted_load(model, *families):
-        calls.append(("load", model, families))
-        depth[0] += 1
-        try:
-            return load(model, *families)
-        finally:
-            depth[0] -= 1
-
-    def counted_get_choice(name):
-        if not depth[0]:
-            calls.append(("get_choice", name, ()))
-        return get_choice(name)
-
-    monkeypatch.setattr(models, "load", counted_load)
-    monkeypatch.setattr(models, "get_choice", counted_get_choice)
-    return calls
-
-
 def test_compute_takes_a_loaded_model_and_looks_nothing_up(tiny_models, lookups):
     name = tiny_models["causal"]
     by_name = next_token.distribution(name, PROMPT, 0.8, 5, 0.9).to_json()

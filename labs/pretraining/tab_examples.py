@@ -31,7 +31,9 @@ def grid(rows: list[tuple[str, list[str], list[str]]]) -> str:
     body = "".join(f'<tr><th style="{CELL};text-align:left">{ui.esc(name)}</th>'
                    + "".join(f'<td style="{CELL};background:{c}">{ui.esc(x)}</td>' for x, c in zip(cells, colours))
                    + "</tr>" for name, cells, colours in rows)
-    return f'<div style="overflow-x:auto"><table style="border-collapse:collapse">{body}</table></div>'
+    # A keyboard can scroll a wide table only when its wrapper takes focus (WCAG: scrollable-region-focusable).
+    return ('<div style="overflow-x:auto" tabindex="0" role="region" aria-label="The example, position by position">'
+            f'<table style="border-collapse:collapse">{body}</table></div>')
 
 
 def card(title: str, body: str, signal: str) -> str:
