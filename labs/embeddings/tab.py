@@ -182,11 +182,12 @@ def build(demo: gr.Blocks) -> None:
             word = gr.Textbox("bank", label="The word (empty: the word every sentence shares)", max_length=50)
             model = ui.model_dropdown(*compute.FAMILIES, label="Model (T5: its encoder)", family_order=True)
     show = gr.Button("Compare the vectors", variant="primary")
-    note = gr.Markdown()
     layer = gr.Slider(-1, 12, value=-1, step=1, label=LAYER_LABEL)
     with gr.Row():
         similarity = gr.Plot(label="The word's similarity between sentences")
         senses = gr.Plot(label="Same sense vs different senses, every layer")
+    # Under the plots: a causal LM's or T5's note runs to three lines and would push them off a projected screen.
+    note = gr.Markdown()
     word_map = gr.Plot(label="A map of the word's vectors")
     with gr.Accordion("Whole sentences: which two are closest?", open=True):
         with gr.Row():
