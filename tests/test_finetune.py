@@ -146,7 +146,7 @@ def test_builtin_data_is_balanced_with_a_fixed_split():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(learning_rate=0), "above 0"), (dict(learning_rate=2), "at most 1"), (dict(learning_rate="fast"), "number"),
+    (dict(learning_rate=-1), "at least 0"), (dict(learning_rate=2), "at most 1"), (dict(learning_rate="fast"), "number"),
     (dict(epochs=0), "epochs"), (dict(epochs=11), "epochs"), (dict(epochs=2.5), "whole"),
     (dict(batch_size=1), "batch size"), (dict(batch_size=65), "batch size"),
     (dict(train_examples=7), "train examples"), (dict(train_examples=237), "between 8 and 236"),
@@ -249,7 +249,7 @@ def test_two_students_at_once_each_get_their_own_run(client, tiny_models):
 
 def test_finetune_api_bad_input(client, tiny_models):
     with pytest.raises(AppError, match="learning rate"):
-        client.predict(tiny_models["masked"], "full", 0, 1, 8, 32, 0, False, api_name="/finetune")
+        client.predict(tiny_models["masked"], "full", -1e-5, 1, 8, 32, 0, False, api_name="/finetune")
     with pytest.raises(AppError, match="Unknown strategy"):
         client.predict(tiny_models["masked"], "half", 1e-3, 1, 8, 32, 0, False, api_name="/finetune")
     with pytest.raises(AppError, match="causal LM"):

@@ -6,6 +6,22 @@ from labs.finetune.strategies import LORA_TARGETS, Settings, parse_strategy
 from labs.finetune.training import MAX_LENGTH
 
 
+LLRD_CODE = """# Layer-wise learning-rate decay: depth l learns at lr · ξ^(L − l): the head at lr, the embeddings at lr · ξ^L.
+import torch
+L, xi = model.config.num_hidden_layers, {xi}
+def depth(name):
+    if ".embeddings." in name:
+        return 0
+    if ".layer." in name:
+        return int(name.split(".layer.")[1].split(".")[0]) + 1
+    return L
+groups = {{}}
+for name, p in model.named_parameters():
+    groups.setdefault(depth(name), []).append(p)
+optimizer = torch.optim.AdamW([{{"params": ps, "lr": {lr:g} * xi ** (L - d)}} for d, ps in groups.items()],
+                              weight_decay={decay:g})"""
+
+
 def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
     """The Trainer code equivalent to the current settings (exercise B5)."""
     kind, n = parse_strategy(s.strategy)
@@ -15,14 +31,18 @@ def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
         "freeze_bottom": (f"for p in model.base_model.embeddings.parameters():\n    p.requires_grad = False\n"
                           f"for layer in model.base_model.encoder.layer[:{n}]:\n"
                           f"    for p in layer.parameters():\n        p.requires_grad = False"),
-        "head_only": ("for name, p in model.named_parameters():  # feature extraction: train the head only\n"
+        "features": ("for name, p in model.named_parameters():  # feature extraction: a linear head on frozen "
+                     "features\n    p.requires_grad = name.startswith(\"classifier\")"),
+        "head_only": ("for name, p in model.named_parameters():  # the head only: pooler and classifier\n"
                       "    p.requires_grad = name.startswith((\"classifier\", \"bert.pooler\"))"),
+        "llrd": LLRD_CODE.format(xi=n, lr=s.learning_rate, decay=s.weight_decay),
         "lora": (f"from peft import LoraConfig, TaskType, get_peft_model\n"
                  f"model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r={n}, lora_alpha={2 * n},\n"
                  f"    target_modules={list(LORA_TARGETS[s.lora_targets])},\n"
                  f"    modules_to_save=[\"classifier\", \"pooler\"]))\n"
                  f"model.print_trainable_parameters()"),
     }[kind]
+    optimizers = ", optimizers=(optimizer, None)" if kind == "llrd" else ""  # Trainer adds the linear schedule
     return f'''from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments
 
 tokenizer = AutoTokenizer.from_pretrained("{hub_id}")
@@ -48,6 +68,6 @@ args = TrainingArguments(
 # train_ds / val_ds: {s.train_examples} training sentences and the validation set, tokenised
 # (max_length={MAX_LENGTH}), e.g. with datasets.Dataset.from_dict(...).map(tokenize, batched=True)
 trainer = Trainer(model=model, args=args, train_dataset=train_ds, eval_dataset=val_ds,
-                  processing_class=tokenizer, compute_metrics=accuracy)
+                  processing_class=tokenizer, compute_metrics=accuracy{optimizers})
 trainer.train()
 '''

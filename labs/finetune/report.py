@@ -114,6 +114,8 @@ class LiveRun:
             lines.append(f"From scratch, same data and settings: **{scratch.accuracy_after:.1%}** "
                          f"({scratch.seconds:.1f} s). Pre-training is worth "
                          f"**{main.accuracy_after - scratch.accuracy_after:+.1%}** here.")
+        if main.forgetting:
+            lines.append(forgetting_text(main.forgetting))
         if main.accuracy_after < 0.6 and s.learning_rate >= 1e-3:
             lines.append("The learning rate is very high: the updates overshoot and the pre-trained knowledge is "
                          "destroyed (catastrophic forgetting). Try 2e-5 or 5e-5.")
@@ -123,8 +125,26 @@ class LiveRun:
         """The finished runs as entries of the student's run history."""
         return [curve_record(r) | {"strategy": r.settings.strategy, "lr": f"{r.settings.learning_rate:g}",
                                    "epochs": r.settings.epochs, "trainable": r.trainable_params,
-                                   "before": r.accuracy_before, "after": r.accuracy_after, "seconds": r.seconds}
+                                   "before": r.accuracy_before, "after": r.accuracy_after, "seconds": r.seconds,
+                                   "forgetting": forgetting_cell(r.forgetting)}
                 for r in self.finished]
+
+
+def forgetting_text(f: dict) -> str:
+    """What the run overwrote of what pre-training taught, in a sentence or two."""
+    text = (f"**Forgetting:** paraphrase retrieval ({f['sentences']} sentences no run trains on: is each one's "
+            f"nearest neighbour its paraphrase?) **{f['retrieval_before']:.0%} before → {f['retrieval_after']:.0%} "
+            f"after**; their vectors drifted by **{f['drift']:.3f}** (mean 1 − cosine, 0 = unchanged).")
+    if "mlm_top1_before" in f:
+        text += (f" Masked words ({f['mlm_probes']} probes, the pre-trained MLM head on the fine-tuned encoder): "
+                 f"top-1 **{f['mlm_top1_before']:.0%} → {f['mlm_top1_after']:.0%}**.")
+    return text
+
+
+def forgetting_cell(f: dict | None) -> str:
+    if not f:
+        return "–"
+    return f"{f['retrieval_before']:.0%} → {f['retrieval_after']:.0%}, drift {f['drift']:.3f}"
 
 
 def with_history(runs: list[dict], live: LiveRun) -> list[dict]:

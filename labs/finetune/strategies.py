@@ -21,7 +21,9 @@ LIMITS = dict(epochs=(1, 10), batch_size=(2, 64), train_examples=(8, MAX_CSV_ROW
 LORA_TARGETS = {"query, value": ("query", "value"), "query, key, value": ("query", "key", "value")}
 _ALIASES = {"query": ("query", "q_lin", "q_proj"), "key": ("key", "k_lin", "k_proj"),
             "value": ("value", "v_lin", "v_proj")}  # BERT, DistilBERT, Llama-style names
-HEAD_NAMES = ("pooler", "pre_classifier", "classifier")  # what "the head" means for BERT / DistilBERT
+HEAD_NAMES = ("pooler", "pre_classifier", "classifier", "qa_outputs")  # "the head" of BERT / DistilBERT task models
+FEATURE_HEAD = ("classifier", "qa_outputs")  # feature extraction: only the last linear layer learns
+LLRD_DECAY = 0.95  # the course's ξ: lr_l = lr · ξ^(L − l)
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ def check_settings(model, strategy, learning_rate, epochs, batch_size, train_exa
                    warmup_ratio=DEFAULTS["warmup_ratio"], weight_decay=DEFAULTS["weight_decay"],
                    lora_targets: str = "query, value", max_train: int | None = None,
                    task: str = "sentiment") -> Settings:
-    lr = check_number(learning_rate, "The learning rate", 0, 1, low_open=True, hint=" (typical: 2e-5 to 5e-5)")
+    # 0 is allowed: the control run, which must change (and forget) nothing.
+    lr = check_number(learning_rate, "The learning rate", 0, 1, hint=" (typical: 2e-5 to 5e-5)")
     values = {}
     for what, value in (("epochs", epochs), ("batch_size", batch_size), ("train_examples", train_examples)):
         values[what] = check_int(value, f"The {what.replace('_', ' ')}")
@@ -67,24 +70,32 @@ def check_settings(model, strategy, learning_rate, epochs, batch_size, train_exa
 
 
 STRATEGY_KINDS = {"full": "Full fine-tuning", "freeze_embeddings": "Freeze the embeddings",
-                  "freeze_bottom": "Freeze the bottom N layers", "head_only": "Head only (feature extraction)",
+                  "freeze_bottom": "Partial: freeze the embeddings and the bottom N layers",
+                  "features": "Feature extraction (frozen encoder, a linear head)",
+                  "head_only": "Head only (pooler + classifier)", "llrd": f"Layer-wise lr decay (ξ = {LLRD_DECAY})",
                   "lora": "LoRA (peft)"}
+SIMPLE_KINDS = ("full", "freeze_embeddings", "features", "head_only")  # names without a number
 
 
 def strategy_name(kind: str, n: int) -> str:
     """The strategy's name from its kind and number: ("freeze_bottom", 4) -> "freeze_bottom_4"."""
-    return {"freeze_bottom": f"freeze_bottom_{int(n)}", "lora": f"lora_r{int(n)}"}.get(kind, kind)
+    return {"freeze_bottom": f"freeze_bottom_{int(n)}", "lora": f"lora_r{int(n)}",
+            "llrd": f"llrd_{LLRD_DECAY}"}.get(kind, kind)
 
 
-def parse_strategy(strategy: str) -> tuple[str, int]:
-    """("full" | "freeze_embeddings" | "freeze_bottom" | "head_only" | "lora", N or r)."""
-    if strategy in ("full", "freeze_embeddings", "head_only"):
+def parse_strategy(strategy: str) -> tuple[str, float]:
+    """(kind, N or r or ξ): kind is one of STRATEGY_KINDS."""
+    if strategy in SIMPLE_KINDS:
         return strategy, 0
-    match = re.fullmatch(r"(freeze_bottom_|lora_r)(\d{1,3})", strategy if isinstance(strategy, str) else "")
+    text = strategy if isinstance(strategy, str) else ""
+    match = re.fullmatch(r"(freeze_bottom_|lora_r)(\d{1,3})", text)
     if match and int(match.group(2)) >= 1:
         return ("freeze_bottom" if match.group(1) == "freeze_bottom_" else "lora"), int(match.group(2))
+    match = re.fullmatch(r"llrd_(0?\.\d{1,4}|1(\.0*)?)", text)
+    if match and float(match.group(1)) > 0:
+        return "llrd", float(match.group(1))
     raise BadInput(f"Unknown strategy {str(strategy)[:40]!r}. Use full, freeze_embeddings, freeze_bottom_N "
-                   "(e.g. freeze_bottom_4), head_only or lora_rR (e.g. lora_r8).")
+                   "(e.g. freeze_bottom_4), features, head_only, llrd_0.95 or lora_rR (e.g. lora_r8).")
 
 
 def is_head(name: str) -> bool:
@@ -111,9 +122,30 @@ def apply_strategy(model, strategy: str, lora_targets: str = "query, value"):
         frozen = {"full": False,
                   "freeze_embeddings": ".embeddings." in name,
                   "freeze_bottom": ".embeddings." in name or (layer_index(name) is not None and layer_index(name) < n),
-                  "head_only": not is_head(name)}[kind]
+                  "features": not any(part in FEATURE_HEAD for part in name.split(".")),
+                  "head_only": not is_head(name), "llrd": False}[kind]
         param.requires_grad_(not frozen)
     return model
+
+
+def layer_depth(name: str, layers: int) -> int:
+    """A parameter's depth l for layer-wise decay: embeddings 0, encoder layer i → i + 1, the head L."""
+    if ".embeddings." in name or name.startswith("embeddings."):
+        return 0
+    index = layer_index(name)
+    return layers if index is None else index + 1
+
+
+def layer_rates(model, strategy: str, learning_rate: float) -> list[tuple[int, float, list]]:
+    """[(depth, rate, [(name, parameter)])] for the trainable parameters, shallowest first. One group at
+    `learning_rate` unless the strategy is llrd_ξ: then depth l learns at lr · ξ^(L − l) (the head at lr)."""
+    kind, decay = parse_strategy(strategy)
+    layers, groups = num_layers(model), {}
+    for name, param in model.named_parameters():
+        if param.requires_grad:
+            groups.setdefault(layer_depth(name, layers) if kind == "llrd" else layers, []).append((name, param))
+    return [(depth, learning_rate * (decay ** (layers - depth) if kind == "llrd" else 1.0), groups[depth])
+            for depth in sorted(groups)]
 
 
 def lora_module_names(model, lora_targets: str) -> list[str]:

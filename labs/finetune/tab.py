@@ -9,7 +9,7 @@ import pandas as pd
 
 from labs import models, ui
 from labs.errors import BadInput, check_int
-from labs.finetune import codegen, data, predict, report, strategies, tab_tasks, tasks, training
+from labs.finetune import codegen, data, predict, report, strategies, tab_strategies, tab_tasks, tasks, training
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
 from labs.finetune.strategies import (
     DEFAULTS,
@@ -26,7 +26,8 @@ learns positive vs negative reviews from a couple of hundred sentences, live, on
 scratch" to train the same architecture from random weights on the same data: the gap between the two curves
 is what pre-training is worth."""
 TRY_THIS = (
-    "B3: run 2e-5, then 1e-2 (too high). What happens to the loss and the accuracy? Compare both in the chart.",
+    "B3: run 2e-5, then 1e-3. Compare the accuracy with the forgetting line: which run kept what pre-training "
+    "taught (paraphrase retrieval, drift)? Then 1e-2 (too high): what happens to the loss?",
     "B3: freeze the bottom 4 layers, then head only. How many parameters train, and how much accuracy is lost?",
     "B6: LoRA with r = 8: what percentage of the parameters trains? Check with the calculator: 768 × 768, r = 16.",
     "Switch on \"from scratch\": how far apart are the two curves after 3 epochs, with the same data and time?",
@@ -38,7 +39,7 @@ UPLOAD_HINT = "Upload a CSV file with the columns text,label."
 PREVIEW_HEADERS = ["text", "label", "split"]
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
 RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
-                "seconds"]
+                "seconds", "retrieval (forgetting)"]
 STOPS = StopSwitches()  # one per student: Stop ends their run after the current step
 STARTING = ("Starting… If another run is in progress, yours waits for it: your place in the queue shows on "
             "the chart.")
@@ -121,7 +122,8 @@ def sample_frame(result: training.RunResult) -> pd.DataFrame:
 
 def runs_table(runs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([[r["label"].split(":")[0], r["strategy"], r["lr"], r["epochs"], f"{r['trainable']:,}",
-                          f"{r['before']:.1%}", f"{r['after']:.1%}", f"{r['seconds']:.1f}"] for r in runs],
+                          f"{r['before']:.1%}", f"{r['after']:.1%}", f"{r['seconds']:.1f}", r.get("forgetting", "–")]
+                         for r in runs],
                         columns=RUNS_HEADERS)
 
 
@@ -206,11 +208,12 @@ def settings_section(train_size: int) -> SimpleNamespace:
 def results_section() -> SimpleNamespace:
     progress, curves, summary = gr.HTML(), gr.Plot(label="Live training curves"), gr.Markdown()
     samples = ui.table(SAMPLE_HEADERS, "Validation sentences: prediction (probability) before and after", wrap=True)
-    text, text_b, classify, label, view = tab_tasks.try_section()
+    text, text_b, classify, try_hub, label, view = tab_tasks.try_section()
     with gr.Accordion("Compare your last runs", open=True):
         compare_plot, compare_table = gr.Plot(label="Your last runs"), ui.table(RUNS_HEADERS)
     runs, run_id, result = gr.State([]), gr.State(None), ui.result_json()
-    return SimpleNamespace(text=text, text_b=text_b, classify=classify, label=label, view=view, run_id=run_id, runs=runs,
+    return SimpleNamespace(text=text, text_b=text_b, classify=classify, try_hub=try_hub, label=label, view=view,
+                           run_id=run_id, runs=runs,
                            outputs=[progress, curves, summary, samples, run_id, runs, compare_plot, compare_table,
                                     result])
 
@@ -249,6 +252,7 @@ def build(demo: gr.Blocks) -> None:
         run_btn = gr.Button("Fine-tune", variant="primary", scale=3, elem_id="ft-run")
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
     out = results_section()
+    compare_button, compare_outputs = tab_strategies.section()
     extras = extras_section()
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
@@ -273,7 +277,9 @@ def build(demo: gr.Blocks) -> None:
         concurrency_id="finetune", concurrency_limit=1, show_progress="minimal", show_progress_on=[out.outputs[1]],
         trigger_mode="always_last")
     ui.wire(stop_btn.click, on_stop, None, out.outputs[0], queue=False)
+    tab_strategies.wire(compare_button, compare_outputs, s.values, task)
     ui.wire(out.classify.click, tab_tasks.on_try, [task, out.run_id, out.text, out.text_b], [out.label, out.view])
+    ui.wire(out.try_hub.click, tab_tasks.on_try_hub, [task, out.text, out.text_b], [out.label, out.view])
     ui.wire(task.change, tab_tasks.on_task, [task, s.model], [s.lr, s.values[5], out.text, out.text_b, out.view])
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
     ui.on_load(demo, on_lora, extras.lora, extras.lora_out)

@@ -8,6 +8,7 @@ import html
 import gradio as gr
 
 from labs import models
+from labs.errors import BadInput
 from labs.finetune import predict, tasks
 
 TASK_DEFAULTS = {"sentiment": (5e-5, 3), "pair": (3e-4, 5), "ner": (3e-4, 5), "qa": (3e-4, 5)}  # lr, epochs
@@ -29,9 +30,10 @@ def try_section():
                           label="Try the model you trained: sentence")
         text_b = gr.Textbox("", scale=3, max_length=4000, label="Sentence B", visible=False)
         button = gr.Button("Try the model you trained", scale=1)
+        hub_button = gr.Button("Try a fully fine-tuned model", scale=1, elem_id="ft-try-hub")
     label = gr.Label(label="Prediction", num_top_classes=5)
     view = gr.HTML(elem_id="ft-task-view")
-    return text, text_b, button, label, view
+    return text, text_b, button, hub_button, label, view
 
 
 def cell(top: str, bottom: str, colour: str = "#f3f4f6", title: str = "") -> str:
@@ -100,9 +102,33 @@ def on_task(task, model_name):
             example_html(task, model_name))
 
 
-def on_try(task, run_id, text, text_b):
-    """Try the model of the last run on new input: (class probabilities or None, the task's view)."""
-    result = predict.predict_task(task, text, text_b, run_id or "")
+def fully_finetuned(task: str) -> str:
+    """The registry's fully fine-tuned model for a task (Hub: dslim/bert-base-NER, a SQuAD DistilBERT)."""
+    head = tasks.HEADS[tasks.check_task(task)]
+    hub = [c.name for c in models.HUB_MODELS if c.task == head]
+    name = models.default_name("encoder", "masked", task=head) if head in models.TASK_HEADS else None
+    if name:
+        return name
+    if hub:
+        raise BadInput(f"{hub[0]} is a Hub model, and the Hugging Face Hub is not reachable from this server: "
+                       "it needs the Hub (try the model you trained here instead).")
+    raise BadInput(f"There is no fully fine-tuned {tasks.TASKS[task].split(' (')[0].lower()} model in the model "
+                   "list: try the model you trained here.")
+
+
+def on_try_hub(task, text, text_b):
+    try:
+        name = fully_finetuned(task)
+    except BadInput as exc:  # offline or no such model: a note where the view goes, not an error
+        return None, f'<div class="lab-notice">{html.escape(str(exc))}</div>'
+    label, view = on_try(task, "", text, text_b, name)
+    return label, f"<p><b>{html.escape(name)}</b></p>" + view
+
+
+def on_try(task, run_id, text, text_b, model_name=""):
+    """Try the model of the last run (or a fully fine-tuned task model) on new input: (class probabilities
+    or None, the task's view)."""
+    result = predict.predict_task(task, text, text_b, run_id or "", model_name)
     if task in ("sentiment", "pair"):
         view = pair_html(result["tokens"], result["segments"]) if task == "pair" else ""
         return result["probs"], view

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 
 from labs import models
 from labs.errors import BadInput, check_bool, check_text
-from labs.finetune import tasks
+from labs.finetune import forgetting, tasks
 from labs.finetune.data import Dataset, take_train
 from labs.finetune.strategies import (
     Settings,
     apply_strategy,
     check_settings,
     count_params,
+    layer_rates,
 )
 from labs.padding import pad_rows
 
@@ -70,7 +71,8 @@ class RunResult:
     metrics_before: dict = field(default_factory=dict)
     metrics_after: dict = field(default_factory=dict)
     schedule: list[float] = field(default_factory=list)  # the optimizer's learning rate at each step
-    forgetting: dict | None = None  # {"retrieval_before", "retrieval_after", "drift"} (MiniLM-style encoders)
+    forgetting: dict | None = None  # forgetting.compare(): retrieval before/after, drift (+ the MLM probe)
+    layer_rates: list[dict] = field(default_factory=list)  # {"depth", "lr"}: the peak rate of each depth
 
 
 class Batcher:
@@ -95,14 +97,18 @@ class Batcher:
 
 
 def make_optimizer(model, s: Settings, total_steps: int):
-    """AdamW with weight decay on matrices only, linear warm-up then linear decay (as Trainer does)."""
+    """AdamW with weight decay on matrices only, linear warm-up then linear decay (as Trainer does); with
+    llrd_ξ, one pair of groups per depth at its own rate (the schedule scales every group alike)."""
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": s.weight_decay},
-              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=s.learning_rate)
+    groups = []
+    for depth, rate, named in layer_rates(model, s.strategy, s.learning_rate):
+        params = [p for _, p in named]
+        groups += [{"params": [p for p in params if p.ndim >= 2], "weight_decay": s.weight_decay, "lr": rate,
+                    "depth": depth},
+                   {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0, "lr": rate, "depth": depth}]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=s.learning_rate)
     scheduler = get_linear_schedule_with_warmup(optimizer, round(s.warmup_ratio * total_steps), total_steps)
     return optimizer, scheduler
 
@@ -179,13 +185,17 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         result = RunResult(phase, s, data.labels, *count_params(model), task=task)
         device = str(next(model.parameters()).device)
         train_set, val_set = batchers(task, tokenizer, s, data, device)
+        known = None if scratch else forgetting.snapshot(model, tokenizer, s.model)  # what pre-training taught
         loss, result.accuracy_before, result.metrics_before, probs_before = measure(model, val_set)
         yield Eval(phase, 0, loss, result.accuracy_before, time.perf_counter() - started, result.metrics_before)
         total_steps = math.ceil(len(train_set) / s.batch_size) * s.epochs
         optimizer, scheduler = make_optimizer(model, s, total_steps)
+        result.layer_rates = [{"depth": d, "lr": lr} for d, lr in  # initial_lr: "lr" is 0 at the warm-up's start
+                              sorted({(g["depth"], g["initial_lr"]) for g in optimizer.param_groups})]
         probs_after = yield from train_epochs(model, (optimizer, scheduler), train_set, val_set, result, total_steps,
                                         started, stop)
         result.samples = samples(task, data, probs_before, probs_after)
+        result.forgetting = None if known is None else forgetting.compare(known, model, tokenizer)
         result.seconds = time.perf_counter() - started
         if not scratch:
             result.run_id = keep_model(model, tokenizer, data.labels, task)
@@ -316,6 +326,7 @@ def experiment_json(results: list[RunResult]) -> dict:
     metrics = {"name": tasks.METRIC[main.task], "before": main.metrics_before, "after": main.metrics_after,
                "scratch_after": None if scratch is None else scratch.metrics_after}
     return {"task": main.task, "metrics": metrics, "schedule": main.schedule, "forgetting": main.forgetting,
+            "layer_rates": main.layer_rates,
             "run_id": main.run_id, "model": main.settings.model, "strategy": main.settings.strategy,
             "trainable_params": main.trainable_params, "total_params": main.total_params,
             "history": main.history, "eval": main.eval, "accuracy_before": main.accuracy_before,

@@ -1,0 +1,73 @@
+"""Fine-tune, the panel "How to fine-tune: four strategies side by side": one button, four runs on the same
+task, data and seed, a table (trainable parameters, seconds, validation metric, forgetting), their curves
+and the rate of each layer under layer-wise learning-rate decay."""
+
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+import pandas as pd
+
+from labs import plots, ui
+from labs.finetune import compare, report, strategies, tasks
+from labs.finetune.training import RunResult
+
+STARTING = "Starting the four runs… If another run is in progress, these wait for it."
+
+
+def section() -> tuple:
+    with gr.Accordion("How to fine-tune: four strategies side by side", open=False):
+        gr.Markdown("Feature extraction, partial fine-tuning (the bottom half frozen), full fine-tuning and "
+                    f"layer-wise learning-rate decay (layer l learns at lr · ξ^(L − l), ξ = {strategies.LLRD_DECAY}) "
+                    "on the chosen task's built-in data, with the model, learning rate, epochs, batch size, "
+                    "examples and seed set above.")
+        button = gr.Button("Run the four strategies", variant="primary")
+        progress = gr.HTML()
+        table = ui.table(compare.HEADERS, "The four strategies")
+        curves = gr.Plot(label="The four runs")
+        rates = gr.Plot(label="Layer-wise decay: the learning rate of each layer")
+    return button, [progress, table, curves, rates]
+
+
+def rates_figure(layer_rates: list[dict], layers: int):
+    names = ["embeddings" if r["depth"] == 0 else ("top layer + head" if r["depth"] == layers
+                                                   else f"layer {r['depth']}") for r in layer_rates]
+    return plots.bar_chart(names, [r["lr"] for r in layer_rates], x_title="peak learning rate",
+                           title="Layer-wise learning-rate decay: each layer's rate")
+
+
+def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay, task):
+    """The four runs, with a progress line while they train; then the table and the charts."""
+    data = tasks.task_data(task)
+    s = strategies.check_settings(model_name, "full", lr, epochs, batch_size, n_train, seed, warmup, decay,
+                                  max_train=len(data.train), task=task)
+    finished, events = [], compare.run_all(s, data)
+    try:
+        for event in events:
+            if isinstance(event, RunResult):
+                finished.append(event)
+            elif getattr(event, "step", 0) % 5 == 1:
+                yield (ui.progress_html(event.step / event.total_steps, html.escape(
+                    f"Run {len(finished) + 1} of 4 · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
+    finally:
+        events.close()
+    rows = [compare.row(r) for r in finished]
+    records = [report.curve_record(r) | {"label": r.settings.strategy} for r in finished]
+    llrd = finished[-1]
+    yield (ui.DONE, pd.DataFrame(compare.table_rows(rows), columns=compare.HEADERS),
+           report.curves_figure(records, "Four strategies, same data and seed", tasks.METRIC[s.task]),
+           rates_figure(llrd.layer_rates, max(r["depth"] for r in llrd.layer_rates)))
+
+
+def wire(button, outputs, values: list, task) -> None:
+    """values: the settings section's components (model, kind, n, targets, lr, epochs, batch, n_train, seed,
+    warmup, decay). Shares the one training slot with Fine-tune and the API."""
+    model, _, _, _, *rest = values
+    ui.wire(button.click, lambda: ui.progress_html(None, STARTING), None, outputs[0], queue=False).then(
+        ui.friendly(on_compare), [model, *rest, task], outputs, api_visibility="private",
+        concurrency_id="finetune", concurrency_limit=1, show_progress="minimal", show_progress_on=[outputs[2]],
+        trigger_mode="always_last")
+    ui.api(compare.compare_strategies, "compare_strategies",
+           "Run feature extraction, partial and full fine-tuning and layer-wise lr decay on a task's built-in data.",
+           concurrency_id="finetune", concurrency_limit=1)
