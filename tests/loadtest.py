@@ -51,6 +51,7 @@ def requests_for(bert: str) -> dict:
         "next_token": (lambda i: (f"Once upon a time, in the village number {i}, there was a", SMOLLM2, 1.0, 0, 1.0),
                        None),
         "attention": (lambda i: (f"I sat on the river bank number {i} and watched the water.", bert, "", 0, 0), None),
+        "score": (lambda i: (f"The cat in house number {i} sat on the mat and watched the birds.", SMOLLM2), None),
         "generate": (lambda i: (f"Once upon a time, in the village number {i},", SMOLLM2, "greedy", 20, 1.0, 0, 1.0, 1,
                                 0), [20, 50]),
     }

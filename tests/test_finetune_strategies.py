@@ -9,7 +9,7 @@ import torch
 from conftest import screenshot
 from gradio_client.exceptions import AppError
 
-from labs import models
+from labs import lm, models
 from labs.errors import BadInput
 from labs.finetune import codegen, compare, forgetting, strategies, tab_tasks, tasks, training
 
@@ -102,7 +102,7 @@ def test_mlm_head_is_the_checkpoints_own_and_the_probe_equals_fill_mask(tiny_mod
     from transformers import pipeline
 
     loaded = models.load(tiny_models["masked"], "masked")
-    head = forgetting.mlm_head(loaded.model)
+    head = lm.mlm_head(loaded.model)
     enc = loaded.tokenizer("The cat sat on the mat.", return_tensors="pt")
     with torch.no_grad():
         out = loaded.model(**enc, output_hidden_states=True)

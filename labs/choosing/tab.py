@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from labs import ui
-from labs.choosing import bias, cards, domains, few_shot, tab_bias, tab_cards, tab_few_shot, tab_tasks
+from labs.choosing import bias, cards, domains, few_shot, tab_bias, tab_cards, tab_distillation, tab_few_shot, tab_tasks
 
 TITLE = "Choosing a model"
 ID = "choosing"
@@ -23,12 +23,15 @@ TRY_THIS = (
     "does it need before the labels mean something? Does the order of the examples matter?",
     "B7: write your own template (\"The {occupation} was praised because [MASK] ...\"). Does the order of the "
     "occupations survive the new wording? What can and can't this probe tell you about the model?",
-    "Domain shift: paste a paragraph from your own field. Is its perplexity nearer news or legal text?")
+    "Domain shift: paste a paragraph from your own field. Is its perplexity nearer news or legal text?",
+    "Distillation: on which blanks does DistilBERT disagree with BERT, and is the KL large there? Is half the "
+    "layers worth the speed-up you measure here?")
 
 
 def build(demo: gr.Blocks) -> None:
     ui.explainer(EXPLAINER)
     cards_panel = tab_cards.build()
+    distill_panel = tab_distillation.build()
     shots_panel = tab_few_shot.build()
     bias_panel = tab_bias.build()
     tasks_panel = tab_tasks.build()
@@ -36,6 +39,7 @@ def build(demo: gr.Blocks) -> None:
     ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
             template=bias_panel.template, text=bias_panel.dtext)
     tab_cards.wire(demo, cards_panel)
+    tab_distillation.wire(distill_panel)
     tab_few_shot.wire(demo, shots_panel)
     tab_bias.wire(demo, bias_panel)
     tab_tasks.wire(demo, tasks_panel)

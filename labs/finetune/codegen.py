@@ -6,7 +6,8 @@ from labs.finetune.strategies import LORA_TARGETS, Settings, parse_strategy
 from labs.finetune.training import MAX_LENGTH
 
 
-LLRD_CODE = """# Layer-wise learning-rate decay: depth l learns at lr · ξ^(L − l): the head at lr, the embeddings at lr · ξ^L.
+LLRD_CODE = """# Layer-wise learning-rate decay: depth l learns at lr · ξ^(L − l)
+# (the top layer and the head at lr, the embeddings at lr · ξ^L).
 import torch
 L, xi = model.config.num_hidden_layers, {xi}
 def depth(name):

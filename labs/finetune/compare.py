@@ -46,10 +46,11 @@ def row(r: RunResult) -> dict:
 
 
 def table_rows(rows: list[dict]) -> list[list]:
-    return [[r["strategy"], f"{r['learning_rate']:g}", f"{r['trainable_params']:,} ({100 * r['trainable_params'] / r['total_params']:.3g} %)",
+    share = [100 * r["trainable_params"] / r["total_params"] for r in rows]
+    return [[r["strategy"], f"{r['learning_rate']:g}", f"{r['trainable_params']:,} ({percent:.3g} %)",
              f"{r['seconds']:.1f}", f"{r['after']:.1%} ({r['metric'].replace('_', ' ')})",
              "–" if r["retrieval_after"] is None else f"{r['retrieval_after']:.0%}",
-             "–" if r["drift"] is None else f"{r['drift']:.3f}"] for r in rows]
+             "–" if r["drift"] is None else f"{r['drift']:.3f}"] for r, percent in zip(rows, share)]
 
 
 def compare_strategies(model: str, task: str = "sentiment", learning_rate: float = 5e-5, epochs: int = 3,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from labs import models
+from labs import lm, models
 from labs.finetune.tasks import ASSETS
 
 BATCH = 32
@@ -80,16 +80,6 @@ def retrieval_accuracy(vectors) -> float:
     return float((similarity.argmax(-1) == partner).float().mean())
 
 
-def mlm_head(mlm_model):
-    """The pre-trained MLM head as one module: every child of the masked LM except its encoder (BERT: cls;
-    RoBERTa: lm_head; DistilBERT: vocab_transform, activation, vocab_layer_norm, vocab_projector)."""
-    import torch
-
-    parts = [module for name, module in mlm_model.named_children()
-             if name != mlm_model.base_model_prefix and not isinstance(module, torch.nn.modules.loss._Loss)]
-    return torch.nn.Sequential(*parts)
-
-
 def mlm_top1(model, tokenizer, head) -> tuple[float, int]:
     """(top-1 accuracy, probes used) of `head` on `model`'s last hidden states at the masked position.
     Probes whose answer is not one token of this vocabulary are skipped."""
@@ -105,7 +95,7 @@ def mlm_top1(model, tokenizer, head) -> tuple[float, int]:
         for (sentence, answer), h in zip(usable, states):
             ids = tokenizer(sentence, truncation=True, max_length=64)["input_ids"]
             position = ids.index(tokenizer.mask_token_id)
-            predicted = int(head(h[position][None].to(next(head.parameters()).dtype)).argmax(-1))
+            predicted = int(head(h[position][None]).argmax(-1))
             correct += predicted == tokenizer.convert_tokens_to_ids(tokenizer.tokenize(" " + answer)[0])
     return correct / len(usable), len(usable)
 
@@ -115,7 +105,7 @@ class Snapshot:
     """What the encoder knew before the run."""
     vectors: object  # torch.Tensor, one unit row per probe sentence
     retrieval: float
-    mlm_head: object = None  # the checkpoint's MLM head (masked LMs only)
+    mlm_head: object = None  # the checkpoint's MLM head (masked LMs of a known architecture only)
     mlm_top1: float | None = None
     mlm_probes: int = 0
 
@@ -125,7 +115,8 @@ def snapshot(model, tokenizer, model_name: str) -> Snapshot:
     snap = Snapshot(vectors, retrieval_accuracy(vectors))
     choice = models.get_choice(model_name)
     if choice.family == "masked":  # BERT online: the Fill in the blank model's head, shared, only read
-        snap.mlm_head = mlm_head(models.load(choice.name, "masked").model)
+        snap.mlm_head = lm.mlm_head(models.load(choice.name, "masked").model)
+    if snap.mlm_head is not None:
         snap.mlm_top1, snap.mlm_probes = mlm_top1(model, tokenizer, snap.mlm_head)
     return snap
 
@@ -137,6 +128,6 @@ def compare(before: Snapshot, model, tokenizer) -> dict:
               "drift": round(float((1 - (before.vectors * after).sum(-1)).mean()), 6),  # float32 rounding: ±1e-7
               "sentences": len(after)}
     if before.mlm_head is not None:
-        result |= {"mlm_top1_before": before.mlm_top1, "mlm_top1_after": mlm_top1(model, tokenizer, before.mlm_head)[0],
-                   "mlm_probes": before.mlm_probes}
+        after_top1, _ = mlm_top1(model, tokenizer, before.mlm_head)
+        result |= {"mlm_top1_before": before.mlm_top1, "mlm_top1_after": after_top1, "mlm_probes": before.mlm_probes}
     return result

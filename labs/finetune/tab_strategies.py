@@ -19,9 +19,9 @@ STARTING = "Starting the four runs… If another run is in progress, these wait 
 def section() -> tuple:
     with gr.Accordion("How to fine-tune: four strategies side by side", open=False):
         gr.Markdown("Feature extraction, partial fine-tuning (the bottom half frozen), full fine-tuning and "
-                    f"layer-wise learning-rate decay (layer l learns at lr · ξ^(L − l), ξ = {strategies.LLRD_DECAY}) "
-                    "on the chosen task's built-in data, with the model, learning rate, epochs, batch size, "
-                    "examples and seed set above.")
+                    "layer-wise learning-rate decay (layer l learns at lr · ξ^(L − l), "
+                    f"ξ = {strategies.LLRD_DECAY}) on the chosen task's built-in data, with the model, learning "
+                    "rate, epochs, batch size, examples and seed set above.")
         button = gr.Button("Run the four strategies", variant="primary")
         progress = gr.HTML()
         table = ui.table(compare.HEADERS, "The four strategies")
