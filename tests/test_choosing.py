@@ -201,3 +201,26 @@ def test_the_tab_shows_its_first_results(page):
     page.get_by_text("Sentiment:", exact=False).first.wait_for(timeout=60000)
     page.get_by_text("What this shows, and what it does not").wait_for(timeout=60000)
     screenshot(page, "choosing")
+
+
+def test_masked_domain_scores_equal_a_hand_loop_of_one_mask_at_a_time(tiny_models):
+    loaded = models.load(tiny_models["masked"], "masked")
+    text = domains.domain_texts()["news"][0]
+    losses, correct = domains.masked_losses(loaded, [text])[0]
+    ids = loaded.tokenizer(text)["input_ids"]
+    hand_losses, hand_correct = [], []
+    for position, token in enumerate(ids):
+        if token in loaded.tokenizer.all_special_ids:
+            continue
+        masked = torch.tensor([ids[:position] + [loaded.tokenizer.mask_token_id] + ids[position + 1:]])
+        with torch.no_grad():
+            logp = torch.log_softmax(loaded.model(input_ids=masked).logits[0, position].double(), -1)
+        hand_losses.append(-float(logp[token]))
+        hand_correct.append(int(logp.argmax()) == token)
+    np.testing.assert_allclose(losses, hand_losses, rtol=1e-4)
+    assert list(correct) == hand_correct
+    r = domains.domain_shift(loaded, text).to_json()
+    assert r["metric"] == "pseudo-perplexity"
+    assert r["yours"]["perplexity"] == pytest.approx(math.exp(np.mean(hand_losses)), rel=1e-4)
+    assert r["yours"]["accuracy"] == pytest.approx(np.mean(hand_correct))
+    assert all(0 <= d["accuracy"] <= 1 for d in r["domains"])

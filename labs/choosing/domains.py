@@ -4,7 +4,9 @@ text. A model is most at home on text like its pre-training data: the further a 
 higher the perplexity (the more surprised the model is per token).
 
 Perplexity = exp(mean negative log-probability of each token given those before it), the same number as
-exp(model(ids, labels=ids).loss) (test); the domain's figure pools every token of its texts."""
+exp(model(ids, labels=ids).loss) (test); the domain's figure pools every token of its texts. A masked LM
+reads both sides, so it gets each token masked in turn instead: its pseudo-perplexity (Salazar et al. 2020:
+exp of the mean −ln P(token | every other token)) and its top-1 accuracy at the masked token."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from labs import lm, models
 from labs.errors import check_text
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "domains.txt"
-FAMILIES = ("causal",)
+FAMILIES = ("causal", "masked")
 MAX_TOKENS = 256
 EXAMPLE = "The students trained a small language model on their laptops."
 
@@ -49,12 +51,43 @@ def token_losses(loaded: models.LoadedModel, texts: list[str]) -> list:
     return [-lp.astype(float) for lp in logprobs]
 
 
+def masked_losses(loaded: models.LoadedModel, texts: list[str]) -> list[tuple]:
+    """Each text's (−ln P(token | the rest), top-1 correct?) per token, every token masked in turn (one
+    [MASK] per input, through the shared batched "mlm" pass); special tokens are not scored."""
+    import numpy as np
+
+    tokenizer, items, targets = loaded.tokenizer, [], []
+    special = set(tokenizer.all_special_ids)
+    for i, text in enumerate(texts):
+        ids = lm.check_length(tokenizer(text)["input_ids"], min(MAX_TOKENS, loaded.max_tokens), "Your text")
+        for position, token in enumerate(ids):
+            if token not in special:
+                items.append((tuple(ids[:position]) + (tokenizer.mask_token_id,) + tuple(ids[position + 1:]),
+                              (position,)))
+                targets.append((i, token))
+    logits = lm.submit_many(loaded, "mlm", items, [len(ids) for ids, _ in items])
+    scored = [([], []) for _ in texts]
+    for (i, token), row in zip(targets, logits):
+        z = row[0].astype(np.float64)
+        scored[i][0].append(float(np.log(np.exp(z - z.max()).sum()) + z.max() - z[token]))
+        scored[i][1].append(bool(z.argmax() == token))
+    return [(np.array(losses), np.array(correct)) for losses, correct in scored]
+
+
+def scored_texts(loaded: models.LoadedModel, texts: list[str]) -> list[tuple]:
+    """(losses, correct or None) per text: next-token for a causal LM, each token masked for a masked LM."""
+    if loaded.family == "masked":
+        return masked_losses(loaded, texts)
+    return [(row, None) for row in token_losses(loaded, texts)]
+
+
 @dataclass
 class DomainResult:
     model: str
     source: str
-    domains: list = field(default_factory=list)  # [{domain, perplexity, tokens, texts: [{text, perplexity}]}]
-    yours: dict | None = None  # {text, perplexity, tokens}
+    metric: str = "perplexity"  # or "pseudo-perplexity" (a masked LM)
+    domains: list = field(default_factory=list)  # [{domain, perplexity, tokens, accuracy, texts: [{text, perplexity}]}]
+    yours: dict | None = None  # {text, perplexity, tokens, accuracy}
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -64,19 +97,23 @@ def domain_shift(loaded: models.LoadedModel, text: str = "") -> DomainResult:
     """Perplexity per built-in domain (and per text), and on the student's text when there is one."""
     models.check_family(loaded.choice, FAMILIES)
     text = check_text(text, EXAMPLE, allow_empty=True)
-    result = DomainResult(loaded.name, loaded.source)
+    masked = loaded.family == "masked"
+    result = DomainResult(loaded.name, loaded.source, "pseudo-perplexity" if masked else "perplexity")
     for domain, texts in domain_texts().items():
-        losses = token_losses(loaded, list(texts))
-        pooled = [x for row in losses for x in row]
+        scored = scored_texts(loaded, list(texts))
+        pooled = [x for row, _ in scored for x in row]
+        hits = [x for _, correct in scored if correct is not None for x in correct]
         result.domains.append({"domain": domain, "perplexity": math.exp(sum(pooled) / len(pooled)),
-                               "tokens": len(pooled),
-                               "texts": [{"text": t, "perplexity": math.exp(row.mean())} for t, row in zip(texts, losses)]})
+                               "tokens": len(pooled), "accuracy": sum(hits) / len(hits) if masked else None,
+                               "texts": [{"text": t, "perplexity": math.exp(row.mean())}
+                                         for t, (row, _) in zip(texts, scored)]})
     if text:
-        row = token_losses(loaded, [text])[0]
-        result.yours = {"text": text, "perplexity": math.exp(row.mean()), "tokens": len(row) + 1}
+        row, correct = scored_texts(loaded, [text])[0]
+        result.yours = {"text": text, "perplexity": math.exp(row.mean()), "tokens": len(row) + (0 if masked else 1),
+                        "accuracy": float(correct.mean()) if masked else None}
     return result
 
 
 def domain_shift_api(model: str, text: str = "") -> dict:
-    """API /domain_shift: perplexity per domain, and on the text given."""
+    """API /domain_shift: perplexity (a masked LM: pseudo-perplexity and accuracy) per domain, and on the text."""
     return domain_shift(models.load(model, *FAMILIES), text).to_json()

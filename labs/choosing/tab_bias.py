@@ -13,6 +13,11 @@ NO_MASKED = ("\n\n⚠️ No masked LM is available here: the masked form of the 
              "Hugging Face Hub (run `python -m labs.download` once while online); the causal LM answers above.")
 
 
+MASKED_NOTE = ("A masked LM reads both sides, so each token is masked in turn: the figure is its pseudo-perplexity, "
+               "exp of the mean −ln P(token | every other token), and hover shows how often its top guess was the "
+               "token. ")
+
+
 def bias_figure(r: dict):
     rows = r["rows"]
     values = [row["log_ratio"] for row in rows]
@@ -44,8 +49,12 @@ def domain_figure(r: dict):
     rows = list(r["domains"]) + ([{"domain": "your text", **r["yours"]}] if r["yours"] else [])
     return plots.bar_chart([x["domain"] for x in rows], [x["perplexity"] for x in rows],
                            colors=[plots.GREEN if x["domain"] == "your text" else plots.BLUE for x in rows],
-                           title=plots.safe(f"{r['model']}: perplexity per domain (lower = more at home)"),
-                           x_title="perplexity", hover=[f"{x['tokens']} tokens" for x in rows])
+                           title=plots.safe(f"{r['model']}: {r['metric']} per domain (lower = more at home)"),
+                           x_title=r["metric"], hover=[f"{x['tokens']} tokens" + accuracy_words(x) for x in rows])
+
+
+def accuracy_words(x: dict) -> str:
+    return "" if x.get("accuracy") is None else f", top-1 accuracy {x['accuracy']:.0%}"
 
 
 def on_domains(model_name, text):
@@ -54,7 +63,7 @@ def on_domains(model_name, text):
     best, worst = min(r["domains"], key=lambda x: x["perplexity"]), max(r["domains"], key=lambda x: x["perplexity"])
     note = (f"Most at home: **{best['domain']}** ({best['perplexity']:,.1f}); least: **{worst['domain']}** "
             f"({worst['perplexity']:,.1f}). Each figure pools every token of the domain's texts; hover for the counts. "
-            + ui.model_badge(loaded))
+            + (MASKED_NOTE if r["metric"] != "perplexity" else "") + ui.model_badge(loaded))
     return domain_figure(r), note, r
 
 
@@ -71,7 +80,7 @@ def build() -> SimpleNamespace:
         box = gr.JSON()
     gr.Markdown("## 4. Domain shift: the same model on news, chat, law, medicine, code and social media")
     with gr.Row():
-        dmodel = ui.model_dropdown(*domains.FAMILIES, label="Causal LM")
+        dmodel = ui.model_dropdown(*domains.FAMILIES, label="Causal or masked LM", family_order=True)
         dtext = gr.Textbox(domains.EXAMPLE, label="Your text (optional)", max_length=2000, scale=2)
     drun = gr.Button("Measure perplexity per domain")
     with gr.Row():
