@@ -3,6 +3,7 @@ medians after a warm-up. Models are full-size (bert-base-uncased / gpt2 shapes) 
 weights, because latency does not depend on the weight values and the Hub is unreachable here.
 
     python -m tests.benchmarks
+    python -m tests.benchmarks finetune finetune_tasks    # only the benches named
 """
 
 from __future__ import annotations
@@ -207,6 +208,54 @@ def bench_inside(rows: list) -> None:
         rows.append((f"beam tree, {beams} beams × {new} tokens (s)", "generate(num_beams)", ours, theirs, "≤ 1.5×"))
 
 
+def train_seconds(events) -> tuple[float, int]:
+    """Time spent in training steps only (evaluations and the forgetting probe left out), from a run's events."""
+    from labs.finetune import training
+
+    spent, steps, mark = 0.0, 0, None
+    for e in events:
+        if isinstance(e, training.Eval):
+            mark = e.elapsed
+        elif isinstance(e, training.Step):
+            spent, mark, steps = spent + e.elapsed - mark, e.elapsed, steps + 1
+    return spent, steps
+
+
+def plain_loop(s, data) -> tuple[float, int]:
+    """The same updates as a run, on the same batches, with nothing around them: (seconds, steps)."""
+    from labs.finetune import training
+
+    model, tokenizer, task = training.load_and_encode(s, data, False)
+    train_set, _ = training.batchers(task, tokenizer, s, data, "cpu")
+    total = math.ceil(len(train_set) / s.batch_size) * s.epochs
+    optimizer, scheduler = training.make_optimizer(model, s, total)
+    model.train()
+    started = time.perf_counter()
+    for epoch in range(1, s.epochs + 1):
+        for index in training.epoch_batches(len(train_set), s.batch_size, s.seed, epoch):
+            model(**train_set.batch(index)).loss.backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+    return time.perf_counter() - started, total
+
+
+def steps_per_second(s, data) -> tuple[float, float]:
+    """(ours, plain loop): medians of 3 interleaved runs, so both see the same machine load."""
+    import torch
+
+    from labs.finetune import training
+
+    torch.manual_seed(0)
+    ours, plain = [], []
+    for _ in range(3):
+        seconds, steps = plain_loop(s, data)
+        plain.append(steps / seconds)
+        seconds, steps = train_seconds(training.train(s, data))
+        ours.append(steps / seconds)
+    return statistics.median(ours), statistics.median(plain)
+
+
 def bench_finetune(rows: list) -> None:
     """The default run's wall time (real MiniLM, built-in data), with and without the from-scratch
     comparison, and training steps per second against a plain PyTorch loop over the same batches."""
@@ -228,54 +277,44 @@ def bench_finetune(rows: list) -> None:
                      f"accuracy {result['accuracy_after']:.1%}{scratch}", "", time.perf_counter() - started, None,
                      "≤ 60 s" if compare else "≤ 30 s"))
 
-    def train_seconds(events) -> tuple[float, int]:
-        """Time spent in training steps only (evaluations left out), from the run's own events."""
-        spent, steps, mark = 0.0, 0, None
-        for e in events:
-            if isinstance(e, training.Eval):
-                mark = e.elapsed
-            elif isinstance(e, training.Step):
-                spent, mark, steps = spent + e.elapsed - mark, e.elapsed, steps + 1
-        return spent, steps
-
-    def plain_loop() -> tuple[float, int]:
-        model, tokenizer = models.load_for_classification(s.model, 2, seed=s.seed)
-        batches = training.Batcher(tokenizer, finetune_data.take_train(data, s.train_examples, s.seed), "cpu")
-        total = math.ceil(len(batches) / s.batch_size) * s.epochs
-        optimizer, scheduler = training.make_optimizer(model, s, total)
-        model.train()
-        started = time.perf_counter()
-        for epoch in range(1, s.epochs + 1):
-            for index in training.epoch_batches(len(batches), s.batch_size, s.seed, epoch):
-                model(**batches.batch(index)).loss.backward()
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - started, total
-
-    torch.manual_seed(0)
-    ours, plain = [], []
-    for _ in range(3):  # interleaved, so both see the same machine load
-        seconds, steps = plain_loop()
-        plain.append(steps / seconds)
-        seconds, steps = train_seconds(training.train(s, data))
-        ours.append(steps / seconds)
-    ours_rate, plain_rate = statistics.median(ours), statistics.median(plain)
+    ours_rate, plain_rate = steps_per_second(s, data)
     rows.append(("finetune, training steps per second", "plain PyTorch loop", ours_rate, plain_rate, "≥ 0.95×"))
+
+
+def bench_finetune_tasks(rows: list) -> None:
+    """Each task's default run (real MiniLM, the lab's defaults for the task) beside its from-scratch twin:
+    seconds and the task's metric; and training steps per second against a plain loop (1 epoch)."""
+    from labs import models
+    from labs.finetune import strategies, tasks, training
+    from labs.finetune.tab_tasks import TASK_DEFAULTS
+
+    for task in ("pair", "ner", "qa"):
+        lr, epochs = TASK_DEFAULTS[task]
+        data = tasks.task_data(task)
+        started = time.perf_counter()
+        r = training.finetune(models.MINILM_NAME, "full", lr, epochs, 16, strategies.DEFAULTS["train_examples"], 0,
+                              True, task)
+        name = r["metrics"]["name"]
+        rows.append((f"{task}, default run + scratch (s); {name} {r['metrics']['before'][name]:.2f} → "
+                     f"{r['metrics']['after'][name]:.2f}, scratch {r['metrics']['scratch_after'][name]:.2f}", "",
+                     time.perf_counter() - started, None, "≤ 60 s"))
+        s = strategies.check_settings(models.MINILM_NAME, "full", lr, 1, 16, strategies.DEFAULTS["train_examples"], 0,
+                                      max_train=len(data.train), task=task)
+        ours, plain = steps_per_second(s, data)
+        rows.append((f"{task}, training steps per second", "plain PyTorch loop", ours, plain, "≥ 0.95×"))
 
 
 def main() -> int:
     import torch
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    only = sys.argv[1:]  # e.g. `python -m tests.benchmarks finetune_tasks`: only the benches named
     fullsize.build(WORK)
     rows: list = []
-    bench_fill_mask(rows)
-    bench_next_token(rows)
-    bench_inside(rows)
-    bench_attention(rows)
-    bench_embeddings(rows)
-    bench_finetune(rows)
+    for bench in (bench_fill_mask, bench_next_token, bench_inside, bench_attention, bench_embeddings, bench_finetune,
+                  bench_finetune_tasks):
+        if not only or bench.__name__.removeprefix("bench_") in only:
+            bench(rows)
     print(f"\n| {'what':52} | {'baseline':22} | {'LM Lab':>9} | {'baseline':>9} | {'ratio':>6} | target |")
     print(f"|{'-' * 54}|{'-' * 24}|{'-' * 11}|{'-' * 11}|{'-' * 8}|--------|")
     for what, baseline, ours, theirs, target in rows:
