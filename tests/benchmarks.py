@@ -259,8 +259,6 @@ def steps_per_second(s, data) -> tuple[float, float]:
 def bench_finetune(rows: list) -> None:
     """The default run's wall time (real MiniLM, built-in data), with and without the from-scratch
     comparison, and training steps per second against a plain PyTorch loop over the same batches."""
-    import torch
-
     from labs import models
     from labs.finetune import data as finetune_data
     from labs.finetune import strategies, training

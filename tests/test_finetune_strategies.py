@@ -27,8 +27,13 @@ def test_paraphrase_and_probe_sets_are_what_the_readme_says():
     pairs = forgetting.paraphrase_pairs()
     assert len(pairs) >= 40 and all(a != b for a, b in pairs)
     assert len(set(forgetting.probe_sentences())) == 2 * len(pairs)
-    training_texts = {t for t, _ in tasks.task_data("sentiment").train}
-    assert not training_texts & set(forgetting.probe_sentences())  # held out from every run
+    sentiment = tasks.task_data("sentiment")
+    training_texts = {t for t, _ in sentiment.train + sentiment.validation}
+    training_texts |= {text for (a, b), _ in tasks.task_data("pair").train for text in (a, b)}
+    training_texts |= {" ".join(row["tokens"]) for row in tasks.task_data("ner").train}
+    qa_text = " ".join(row["context"] + " " + row["question"] for row in tasks.task_data("qa").train)
+    held_out = forgetting.probe_sentences()
+    assert not training_texts & set(held_out) and not any(s in qa_text for s in held_out)  # no run trains on them
     assert len(forgetting.mlm_probes()) >= 30 and all(s.count("[MASK]") == 1 for s, _ in forgetting.mlm_probes())
 
 
@@ -134,6 +139,7 @@ def test_minilm_forgets_more_at_1e_3_than_at_2e_5():
 
 
 def test_compare_strategies_runs_the_four_in_order(tiny_models):
+    kept = list(training._finished)
     *progress, result = compare.compare_strategies(tiny_models["masked"], "sentiment", 1e-3, 1, 8, 16, 0)
     assert progress and progress[0]["status"] == "running"
     runs = result["runs"]
@@ -143,6 +149,7 @@ def test_compare_strategies_runs_the_four_in_order(tiny_models):
     assert runs[2]["trainable_params"] == runs[3]["trainable_params"] == runs[3]["total_params"]
     assert runs[0]["drift"] == 0 and len(runs[3]["layer_rates"]) == 3
     assert len(compare.table_rows(runs)) == 4
+    assert list(training._finished) == kept  # other students' trained models are not pushed out
 
 
 def test_compare_strategies_api(client, tiny_models):
@@ -186,5 +193,4 @@ def test_the_four_strategies_run_from_the_page(page):
     page.get_by_text("Layer-wise learning-rate decay: each layer's rate").first.wait_for(timeout=300000)
     for strategy in ("features", "freeze_bottom_", "llrd_0.95"):  # the table's rows, as the student reads them
         page.get_by_text(strategy).last.wait_for(timeout=30000)
-    screenshot(page, "finetune_strategies")
     screenshot(page, "finetune_strategies")

@@ -6,6 +6,7 @@ how much faster the student reads the same sentences on this server. Both models
 
 from __future__ import annotations
 
+import collections
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -97,7 +98,8 @@ def log_probs_at_blanks(loaded: models.LoadedModel, sentences: list[str]) -> lis
     """ln P(word) over the vocabulary at each sentence's blank, through the shared batched "mlm" pass."""
     rows, positions = [], []
     for sentence in sentences:
-        ids = loaded.tokenizer(sentence.replace("[MASK]", loaded.tokenizer.mask_token))["input_ids"]
+        ids = lm.check_length(loaded.tokenizer(sentence.replace("[MASK]", loaded.tokenizer.mask_token))["input_ids"],
+                              loaded.max_tokens, "A sentence")
         rows.append(ids)
         positions.append(ids.index(loaded.tokenizer.mask_token_id))
     logits = lm.submit_many(loaded, "mlm", [(tuple(r), (p,)) for r, p in zip(rows, positions)],
@@ -116,7 +118,8 @@ def compare_blank(sentence: str, tokenizer, teacher_logp: np.ndarray, student_lo
                  tokenizer.convert_ids_to_tokens(s), float(np.exp(student_logp[s])), t == s, max(kl, 0.0))
 
 
-_timings: dict[tuple[str, tuple[str, ...]], float] = {}  # once per (model, sentences) per process
+_timings: collections.OrderedDict = collections.OrderedDict()  # (model, sentences) -> ms, the latest 32
+MAX_TIMINGS = 32
 
 
 def forward_ms(loaded: models.LoadedModel, sentences: tuple[str, ...]) -> float:
@@ -125,6 +128,8 @@ def forward_ms(loaded: models.LoadedModel, sentences: tuple[str, ...]) -> float:
     key = (loaded.name, sentences)
     if key not in _timings:
         _timings[key] = _time_forward(loaded, sentences)
+        while len(_timings) > MAX_TIMINGS:
+            _timings.popitem(last=False)
     return _timings[key]
 
 
@@ -138,6 +143,8 @@ def _time_forward(loaded: models.LoadedModel, sentences: tuple[str, ...]) -> flo
         for i in range(4):
             start = time.perf_counter()
             loaded.model(**enc)
+            if loaded.device.startswith("cuda"):
+                torch.cuda.synchronize()  # a GPU returns before it has finished
             if i:
                 times.append(1000 * (time.perf_counter() - start))
     return statistics.median(times)

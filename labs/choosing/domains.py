@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from labs import lm, models
-from labs.errors import check_text
+from labs.errors import BadInput, check_text
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "domains.txt"
 FAMILIES = ("causal", "masked")
@@ -109,6 +109,8 @@ def domain_shift(loaded: models.LoadedModel, text: str = "") -> DomainResult:
                                          for t, (row, _) in zip(texts, scored)]})
     if text:
         row, correct = scored_texts(loaded, [text])[0]
+        if not len(row):
+            raise BadInput("Your text has no word to score (only special tokens such as [MASK]): type a sentence.")
         result.yours = {"text": text, "perplexity": math.exp(row.mean()), "tokens": len(row) + (0 if masked else 1),
                         "accuracy": float(correct.mean()) if masked else None}
     return result

@@ -19,6 +19,7 @@ def depth(name):
 groups = {{}}
 for name, p in model.named_parameters():
     groups.setdefault(depth(name), []).append(p)
+# (the lab also keeps biases and LayerNorm weights out of weight decay; left out here for brevity)
 optimizer = torch.optim.AdamW([{{"params": ps, "lr": {lr:g} * xi ** (L - d)}} for d, ps in groups.items()],
                               weight_decay={decay:g})"""
 

@@ -22,7 +22,8 @@ HEADERS = ["strategy", "learning rate", "trainable parameters", "seconds", "vali
 def plan(s: Settings) -> list[Settings]:
     """The four runs: the student's settings with each strategy."""
     layers = num_layers(models.load(s.model, *ENCODER_FAMILIES).model)
-    return [dataclasses.replace(s, strategy="features", learning_rate=max(s.learning_rate, FEATURES_RATE)),
+    features_rate = max(s.learning_rate, FEATURES_RATE) if s.learning_rate > 0 else 0.0  # 0 stays the control
+    return [dataclasses.replace(s, strategy="features", learning_rate=features_rate),
             dataclasses.replace(s, strategy=f"freeze_bottom_{max(1, layers // 2)}"),
             dataclasses.replace(s, strategy="full"),
             dataclasses.replace(s, strategy=f"llrd_{LLRD_DECAY}")]
@@ -31,7 +32,7 @@ def plan(s: Settings) -> list[Settings]:
 def run_all(s: Settings, data, stop=None) -> Iterator:
     """Every event of the four runs, in order (RunResults included)."""
     for settings in plan(s):
-        yield from train(settings, data, False, stop)
+        yield from train(settings, data, False, stop, keep_for_try=False)
         if stop is not None and stop.is_set():
             return
 
@@ -55,7 +56,7 @@ def table_rows(rows: list[dict]) -> list[list]:
 
 def compare_strategies(model: str, task: str = "sentiment", learning_rate: float = 5e-5, epochs: int = 3,
                        batch_size: int = 16, train_examples: int = 200, seed: int = 0) -> Iterator[dict]:
-    """The `/compare_strategies` API: streams {"status": "running", "strategy", "step", "total_steps"}, then
+    """The `/compare_strategies` API: streams {"status": "running", "run", "step", "total_steps"}, then
     {"runs": [one row per strategy]} (trainable parameters, seconds, the validation metric, forgetting)."""
     data = tasks.task_data(task)
     s = check_settings(model, "full", learning_rate, epochs, batch_size, train_examples, seed,

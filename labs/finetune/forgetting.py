@@ -80,9 +80,9 @@ def retrieval_accuracy(vectors) -> float:
     return float((similarity.argmax(-1) == partner).float().mean())
 
 
-def mlm_top1(model, tokenizer, head) -> tuple[float, int]:
-    """(top-1 accuracy, probes used) of `head` on `model`'s last hidden states at the masked position.
-    Probes whose answer is not one token of this vocabulary are skipped."""
+def mlm_top1(model, tokenizer, head, device: str = "cpu") -> tuple[float, int]:
+    """(top-1 accuracy, probes used) of `head` (on `device`) on `model`'s last hidden states at the masked
+    position. Probes whose answer is not one token of this vocabulary are skipped."""
     import torch
 
     usable = [(s.replace("[MASK]", tokenizer.mask_token), a) for s, a in mlm_probes()
@@ -95,7 +95,7 @@ def mlm_top1(model, tokenizer, head) -> tuple[float, int]:
         for (sentence, answer), h in zip(usable, states):
             ids = tokenizer(sentence, truncation=True, max_length=64)["input_ids"]
             position = ids.index(tokenizer.mask_token_id)
-            predicted = int(head(h[position][None]).argmax(-1))
+            predicted = int(head(h[position][None].to(device)).argmax(-1))
             correct += predicted == tokenizer.convert_tokens_to_ids(tokenizer.tokenize(" " + answer)[0])
     return correct / len(usable), len(usable)
 
@@ -106,6 +106,7 @@ class Snapshot:
     vectors: object  # torch.Tensor, one unit row per probe sentence
     retrieval: float
     mlm_head: object = None  # the checkpoint's MLM head (masked LMs of a known architecture only)
+    mlm_device: str = "cpu"  # where that shared model sits
     mlm_top1: float | None = None
     mlm_probes: int = 0
 
@@ -115,9 +116,10 @@ def snapshot(model, tokenizer, model_name: str) -> Snapshot:
     snap = Snapshot(vectors, retrieval_accuracy(vectors))
     choice = models.get_choice(model_name)
     if choice.family == "masked":  # BERT online: the Fill in the blank model's head, shared, only read
-        snap.mlm_head = lm.mlm_head(models.load(choice.name, "masked").model)
+        masked = models.load(choice.name, "masked")
+        snap.mlm_head, snap.mlm_device = lm.mlm_head(masked.model), masked.device
     if snap.mlm_head is not None:
-        snap.mlm_top1, snap.mlm_probes = mlm_top1(model, tokenizer, snap.mlm_head)
+        snap.mlm_top1, snap.mlm_probes = mlm_top1(model, tokenizer, snap.mlm_head, snap.mlm_device)
     return snap
 
 
@@ -128,6 +130,6 @@ def compare(before: Snapshot, model, tokenizer) -> dict:
               "drift": round(float((1 - (before.vectors * after).sum(-1)).mean()), 6),  # float32 rounding: ±1e-7
               "sentences": len(after)}
     if before.mlm_head is not None:
-        after_top1, _ = mlm_top1(model, tokenizer, before.mlm_head)
+        after_top1, _ = mlm_top1(model, tokenizer, before.mlm_head, before.mlm_device)
         result |= {"mlm_top1_before": before.mlm_top1, "mlm_top1_after": after_top1, "mlm_probes": before.mlm_probes}
     return result

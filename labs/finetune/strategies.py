@@ -22,7 +22,9 @@ LORA_TARGETS = {"query, value": ("query", "value"), "query, key, value": ("query
 _ALIASES = {"query": ("query", "q_lin", "q_proj"), "key": ("key", "k_lin", "k_proj"),
             "value": ("value", "v_lin", "v_proj")}  # BERT, DistilBERT, Llama-style names
 HEAD_NAMES = ("pooler", "pre_classifier", "classifier", "qa_outputs")  # "the head" of BERT / DistilBERT task models
-FEATURE_HEAD = ("classifier", "qa_outputs")  # feature extraction: only the last linear layer learns
+# Feature extraction: only the head the checkpoint lacks learns (BERT, MiniLM: the last linear layer on the
+# pooled or token features; DistilBERT has no pooler, so its untrained pre_classifier learns too).
+FEATURE_HEAD = ("pre_classifier", "classifier", "qa_outputs")
 LLRD_DECAY = 0.95  # the course's ξ: lr_l = lr · ξ^(L − l)
 
 

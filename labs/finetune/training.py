@@ -166,7 +166,8 @@ def batchers(task: str, tokenizer, s: Settings, data, device: str):
     return tasks.TaskBatcher(task, tokenizer, rows, device), tasks.TaskBatcher(task, tokenizer, data.validation, device)
 
 
-def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Event | None = None):
+def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Event | None = None,
+          keep_for_try: bool = True):
     """Fine-tune one model and yield Step / Eval events as it goes; the last item is the RunResult.
 
     A plain PyTorch loop (the same updates Trainer makes, without its bookkeeping). Closing the
@@ -197,7 +198,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         result.samples = samples(task, data, probs_before, probs_after)
         result.forgetting = None if known is None else forgetting.compare(known, model, tokenizer)
         result.seconds = time.perf_counter() - started
-        if not scratch:
+        if keep_for_try and not scratch:  # comparison runs are not kept: they would push out others' models
             result.run_id = keep_model(model, tokenizer, data.labels, task)
             keep = True
         yield result
