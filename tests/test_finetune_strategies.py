@@ -194,3 +194,12 @@ def test_the_four_strategies_run_from_the_page(page):
     for strategy in ("features", "freeze_bottom_", "llrd_0.95"):  # the table's rows, as the student reads them
         page.get_by_text(strategy).last.wait_for(timeout=30000)
     screenshot(page, "finetune_strategies")
+
+
+def test_the_run_history_names_the_metric_its_runs_share():
+    from labs.finetune import report
+
+    assert report.runs_metric([{"metric": "entity_f1"}, {"metric": "entity_f1"}]) == "entity_f1"
+    assert report.runs_metric([{"metric": "entity_f1"}, {"metric": "accuracy"}]) == "metric"
+    figure = report.curves_figure([], "Your last runs", "metric")
+    assert "metric (each run's own)" in str(figure.layout.annotations)

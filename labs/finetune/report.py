@@ -123,8 +123,8 @@ class LiveRun:
 
     def history_entries(self) -> list[dict]:
         """The finished runs as entries of the student's run history."""
-        return [curve_record(r) | {"strategy": r.settings.strategy, "lr": f"{r.settings.learning_rate:g}",
-                                   "epochs": r.settings.epochs, "trainable": r.trainable_params,
+        return [curve_record(r) | {"metric": METRIC[r.task], "strategy": r.settings.strategy,
+                                   "lr": f"{r.settings.learning_rate:g}", "epochs": r.settings.epochs, "trainable": r.trainable_params,
                                    "before": r.accuracy_before, "after": r.accuracy_after, "seconds": r.seconds,
                                    "forgetting": forgetting_cell(r.forgetting)}
                 for r in self.finished]
@@ -145,6 +145,12 @@ def forgetting_cell(f: dict | None) -> str:
     if not f:
         return "–"
     return f"{f['retrieval_before']:.0%} → {f['retrieval_after']:.0%}, drift {f['drift']:.3f}"
+
+
+def runs_metric(runs: list[dict]) -> str:
+    """The metric the runs share (their validation curves' axis), or "metric" when their tasks differ."""
+    metrics = {r.get("metric", "accuracy") for r in runs}
+    return metrics.pop() if len(metrics) == 1 else "metric"
 
 
 def with_history(runs: list[dict], live: LiveRun) -> list[dict]:

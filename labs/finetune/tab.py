@@ -150,9 +150,10 @@ def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, 
         events.close()  # a closed page ends the run after its current step
         STOPS.release(request.session_hash, stop)
     runs = report.with_history(runs, live)
+    history = report.curves_figure(runs, "Your last runs", report.runs_metric(runs))
     yield (stopped() if stop.is_set() else ui.DONE, live.final_figure(), live.summary(),
-           sample_frame(live.finished[0]), live.finished[0].run_id, runs, report.curves_figure(runs, "Your last runs"),
-           runs_table(runs), training.experiment_json(live.finished))
+           sample_frame(live.finished[0]), live.finished[0].run_id, runs, history, runs_table(runs),
+           training.experiment_json(live.finished))
 
 
 def starting(request: gr.Request) -> str:

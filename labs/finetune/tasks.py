@@ -25,7 +25,8 @@ TASKS = {"sentiment": "Sentiment (one sentence → positive / negative)",
 HEADS = {"sentiment": "sequence_classification", "pair": "sequence_classification",
          "ner": "token_classification", "qa": "question_answering"}
 METRIC = {"sentiment": "accuracy", "pair": "accuracy", "ner": "entity_f1", "qa": "exact_match"}
-METRIC_WORDS = {"accuracy": "accuracy", "entity_f1": "entity F1", "exact_match": "exact match"}
+METRIC_WORDS = {"accuracy": "accuracy", "entity_f1": "entity F1", "exact_match": "exact match",
+                "metric": "metric (each run's own)"}
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
 IGNORE = -100  # the label the loss skips: special tokens and continuation word pieces
 MAX_PAIR_LENGTH, MAX_QA_LENGTH, MAX_ANSWER_TOKENS = 96, 160, 15
