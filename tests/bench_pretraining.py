@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.timing import interleaved_medians
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 WORK = Path(tempfile.mkdtemp(prefix="lmlab-bench-pt-"))
 atexit.register(shutil.rmtree, WORK, True)
@@ -32,17 +34,6 @@ def build() -> None:
     tokenizer = AutoTokenizer.from_pretrained(next(c for c in offline_models() if c.name == MINILM_NAME).location)
     BertForPreTraining(BertConfig()).save_pretrained(BERT_PT)  # bert-base-uncased's shape with both heads
     tokenizer.save_pretrained(BERT_PT)
-
-
-def interleaved(ours, theirs, repeats: int = 15) -> tuple[float, float]:
-    ours(), theirs()
-    times: tuple[list, list] = ([], [])
-    for _ in range(repeats):
-        for fn, bucket in ((ours, times[0]), (theirs, times[1])):
-            started = time.perf_counter()
-            fn()
-            bucket.append(time.perf_counter() - started)
-    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def bench_pretraining() -> list[tuple[str, float, float | None]]:
@@ -66,7 +57,7 @@ def bench_pretraining() -> list[tuple[str, float, float | None]]:
         with torch.inference_mode():
             torch.softmax(loaded.model(**enc).seq_relationship_logits, -1)
 
-    nsp_ours, nsp_bare = interleaved(ours, bare)
+    nsp_ours, nsp_bare = interleaved_medians(ours, bare, repeats=15)
     mlm = models.load(BERT_PT.name, "masked")
     mask_rate.curve(mlm, "", [15], False, 1)  # warm-up
     times = []

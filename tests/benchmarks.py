@@ -19,36 +19,13 @@ import time
 from pathlib import Path
 
 from tests import fullsize
+from tests.timing import interleaved_medians, median_seconds
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 WORK = Path(tempfile.mkdtemp(prefix="lmlab-bench-"))
 atexit.register(shutil.rmtree, WORK, True)  # the full-size models in it take 0.8 GB a run
 BERT, GPT2 = WORK / "bert-base-size", WORK / "gpt2-size"
 os.environ["LAB_EXTRA_MODELS"] = f"{BERT},{GPT2}"
-
-
-def median_seconds(fn, repeats: int = 15, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def interleaved_medians(ours, theirs, repeats: int = 9, warmup: int = 1) -> tuple[float, float]:
-    """Medians of two functions run alternately, so drift in the machine's load hits both alike."""
-    for _ in range(warmup):
-        ours(), theirs()
-    times: tuple[list, list] = ([], [])
-    for _ in range(repeats):
-        for fn, bucket in ((ours, times[0]), (theirs, times[1])):
-            started = time.perf_counter()
-            fn()
-            bucket.append(time.perf_counter() - started)
-    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def bench_fill_mask(rows: list) -> None:

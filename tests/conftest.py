@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -232,3 +233,27 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
     return path
+
+
+# ---------------------------------------------------------------- batching tests: hold the first batch
+
+
+def gate_first_batch(monkeypatch, table: dict, kind: str):
+    """The first batch of `kind` waits for the gate; returns the gate and the batch sizes seen."""
+    gate, sizes, original = threading.Event(), [], table[kind]
+
+    def gated(loaded, items):
+        sizes.append(len(items))
+        if len(sizes) == 1:
+            gate.wait(60)
+        return original(loaded, items)
+
+    monkeypatch.setitem(table, kind, gated)
+    return gate, sizes
+
+
+def wait_until(condition, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.01)

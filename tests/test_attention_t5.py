@@ -5,12 +5,12 @@ of a family a lab cannot serve."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import gate_first_batch, wait_until
 from gradio_client.exceptions import AppError
 
 from labs import lm, models, ui
@@ -77,31 +77,10 @@ def test_a_sentence_pair_is_read_as_t5_reads_a_pair(t5):
     assert r.tokens[r.sentence_b_start - 1] == "</s>" and r.tokens[-1] == "</s>"
 
 
-def gated(monkeypatch, kind: str):
-    """The first batch of `kind` waits for the gate: the requests sent meanwhile queue into one batch."""
-    gate, sizes, original = threading.Event(), [], lm.RUNNERS[kind]
-
-    def runner(loaded, items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            gate.wait(60)
-        return original(loaded, items)
-
-    monkeypatch.setitem(lm.RUNNERS, kind, runner)
-    monkeypatch.setattr(lm, "_batchers", {})
-    return gate, sizes
-
-
-def wait_until(condition, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while not condition():
-        assert time.time() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def test_batched_equals_alone_and_the_models_own(monkeypatch, t5):
     lm.cache.clear()
-    gate, sizes = gated(monkeypatch, "seq2seq_attn")
+    monkeypatch.setattr(lm, "_batchers", {})
+    gate, sizes = gate_first_batch(monkeypatch, lm.RUNNERS, "seq2seq_attn")
     results = [None] * len(TEXTS)
 
     def run(i, text):

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from conftest import gate_first_batch, wait_until
 from gradio_client.exceptions import AppError
 
 from labs import batching, lm, models
@@ -31,27 +32,6 @@ def fresh(monkeypatch):
     lm.cache.clear()
     yield
     lm.cache.clear()
-
-
-def gate_first_batch(monkeypatch, table: dict, kind: str):
-    """The first batch of `kind` waits for the gate; returns the gate and the batch sizes seen."""
-    gate, sizes, original = threading.Event(), [], table[kind]
-
-    def gated(loaded, items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            gate.wait(60)
-        return original(loaded, items)
-
-    monkeypatch.setitem(table, kind, gated)
-    return gate, sizes
-
-
-def wait_until(condition, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while not condition():
-        assert time.time() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def in_threads(fns) -> list:
