@@ -31,9 +31,15 @@ from labs.pretraining import tab as pretraining  # noqa: E402
 from labs.tokens import tab as tokens  # noqa: E402
 
 # A new lab is a new folder with a tab.py (README "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build), plus
-# one entry here.
-# Tokens first: every lab starts from tokens, and so does a lecture on pre-trained models.
-LABS = (tokens, fill_mask, next_token, masks, attention, embeddings, pretraining, choosing, finetune, cost)
+# one entry here. The tab bar is grouped as the course is taught: what is inside a model (tokens first: every
+# lab starts from tokens, and so does a lecture), how it learned by predicting tokens, how to use one.
+# (title, id, labs); a group's id is never a lab's, so that every ?tab=<lab> link still names one lab.
+GROUPS = (
+    ("Inside a model", "inside", (tokens, embeddings, attention, masks)),
+    ("Learning to predict", "predict", (fill_mask, next_token, pretraining)),
+    ("Using a model", "using", (choosing, finetune, cost)),
+)
+LABS = tuple(lab for _, _, labs in GROUPS for lab in labs)
 
 CONCURRENT_EVENTS = 128  # per event: a class of 100 joins the same batches; a waiting thread costs little
 HEADER = """# LM Lab
@@ -62,13 +68,18 @@ def build_app() -> gr.Blocks:
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
         status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
         link_notes = gr.Markdown(elem_id="lab-link-notes")
-        tab_ids = [lab.ID for lab in LABS]
-        with gr.Tabs() as tabs:
-            for lab, tab_id in zip(LABS, tab_ids):
-                with gr.Tab(lab.TITLE, id=tab_id):
-                    lab.build(demo)
-        # A link opens its tab with its inputs; then every tab computes its first result.
-        ui.page_load(demo, tabs, tab_ids, link_notes)
+        groups = []
+        with gr.Tabs(elem_id="lab-groups") as tabs:
+            for title, group_id, labs in GROUPS:
+                with gr.Tab(title, id=group_id, elem_classes=["lab-group"]) as group_tab:
+                    with gr.Tabs(elem_classes=["lab-tabs"]) as lab_tabs:
+                        tab_of = {}
+                        for lab in labs:
+                            with gr.Tab(lab.TITLE, id=lab.ID) as tab_of[lab.ID]:
+                                lab.build(demo)
+                groups.append(ui.TabGroup(group_id, group_tab, lab_tabs, tab_of))
+        # A link opens its tab (in its group) with its inputs; each tab computes its first result when shown.
+        ui.page_load(demo, tabs, groups, link_notes)
         present.click(None, js=PRESENT_JS)
         ui.api(status.describe_models, "models",
                "Every model this server offers, its family and source, and what is loaded.")

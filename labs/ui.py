@@ -9,6 +9,7 @@ import inspect
 import re
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -120,11 +121,12 @@ def on_load(demo: gr.Blocks, fn, inputs=None, outputs=None, **kwargs):
     """Run fn when its tab is first on screen: on opening the page if it is the page's tab (the first
     tab, or a link's), else when the student first opens the tab (after a link's values, if any, are in
     the inputs), with the result shared by every page that opens with the same inputs."""
-    block, tab = Context.block, None
-    while block is not None:  # the outermost tab around this call: the lab's own
-        tab = block if isinstance(block, gr.Tab) else tab
+    block, tabs_around = Context.block, []
+    while block is not None:  # every tab around this call, innermost first: page_load picks the lab's own
+        if isinstance(block, gr.Tab):
+            tabs_around.append(block)
         block = getattr(block, "parent", None)
-    _page_loads.append((fn, inputs, outputs, kwargs, tab))
+    _page_loads.append((fn, inputs, outputs, kwargs, tabs_around))
 
 
 def link(tab_module: str, **inputs: gr.components.Component) -> None:
@@ -155,64 +157,89 @@ def spec_of(component) -> links.Spec:
     return links.Spec("text", max_chars=getattr(component, "max_length", None) or 2000)
 
 
-def page_load(demo: gr.Blocks, tabs: gr.Tabs, tab_ids: list[str], notes_box: gr.Markdown) -> None:
-    """On every page open: read the link (if any) into the inputs and open its tab, then run each
-    tab's first computation with what is in the inputs. Takes this app's registrations, so that a
-    second app built in the same process starts afresh."""
+@dataclass
+class TabGroup:
+    """One group of the tab bar: its tab, the tabs inside it, and each lab's tab by the lab's id."""
+    id: str
+    tab: gr.Tab
+    tabs: gr.Tabs
+    labs: dict[str, gr.Tab]
+
+
+def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box: gr.Markdown) -> None:
+    """On every page open: read the link (if any) into the inputs and open its tab (and its group), then
+    run the first computation of the tab on screen with what is in the inputs; every other tab runs its
+    own when the student first opens it. Takes this app's registrations, so that a second app built in
+    the same process starts afresh."""
     linked, loads = list(_linked), list(_page_loads)
     _linked.clear()
     _page_loads.clear()
     specs: dict[str, dict[str, links.Spec]] = {}
     for tab, name, component in linked:
         specs.setdefault(tab, {})[name] = spec_of(component)
+    tab_ids = [lab for group in groups for lab in group.labs]
+    group_of = {lab: group for group in groups for lab in group.labs}
 
     page_tab = gr.State(tab_ids[0] if tab_ids else None)  # the tab a page opens on
     opened = gr.State(frozenset())  # the tabs whose first results this page has
+    shown = gr.State({g.id: next(iter(g.labs)) for g in groups})  # the tab each group shows when it is opened
 
-    def read_link(request: gr.Request):
+    def read_link(current: dict, request: gr.Request):
         params = dict(request.query_params) if request is not None else {}
         tab, values, notes = links.read(params, tab_ids, specs)
         updates = [values.get((t, name), gr.skip()) for t, name, _ in linked]
-        return (gr.Tabs(selected=tab) if tab else gr.skip(), "\n\n".join(notice(n) for n in notes),
-                tab or (tab_ids[0] if tab_ids else None), *updates)
+        selected = [gr.Tabs(selected=tab) if tab in g.labs else gr.skip() for g in groups]
+        return (gr.Tabs(selected=group_of[tab].id) if tab else gr.skip(), *selected,
+                {**current, group_of[tab].id: tab} if tab else gr.skip(),
+                "\n\n".join(notice(n) for n in notes), tab or (tab_ids[0] if tab_ids else None), *updates)
 
-    event = wire(demo.load, read_link, None, [tabs, notes_box, page_tab, *(c for _, _, c in linked)], queue=False)
-    groups: dict = {}  # tab id (None: outside every tab) -> [(fn, inputs, outputs)], in registration order
-    tab_of: dict = {}
-    for fn, inputs, outputs, kwargs, tab in loads:
+    event = wire(demo.load, read_link, shown,
+                 [tabs, *(g.tabs for g in groups), shown, notes_box, page_tab, *(c for _, _, c in linked)],
+                 queue=False)
+    by_tab: dict = {}  # tab id (None: outside every tab) -> [(fn, inputs, outputs)], in registration order
+    for fn, inputs, outputs, kwargs, tabs_around in loads:
         if kwargs:  # its own settings: its own event, on every page open (as before)
             event.then(friendly(first_page(fn)), inputs, outputs, api_visibility="private", **kwargs)
             continue
-        key = tab.id if tab is not None else None
-        tab_of[key] = tab
-        groups.setdefault(key, []).append((friendly(first_page(fn)), _listed(inputs), _listed(outputs)))
-    if not groups:
+        key = next((t.id for t in tabs_around if t.id in group_of), None)
+        by_tab.setdefault(key, []).append((friendly(first_page(fn)), _listed(inputs), _listed(outputs)))
+    if not by_tab:
         return
     # One event per page open: the first results of the page's tab (and of what stands outside the tabs);
     # every other tab computes its first results when the student first opens it (its select event).
-    every_input = _unique(c for loads_ in groups.values() for _, inputs, _ in loads_ for c in inputs)
-    every_output = _unique(c for loads_ in groups.values() for _, _, outputs in loads_ for c in outputs)
+    every_input = _unique(c for loads_ in by_tab.values() for _, inputs, _ in loads_ for c in inputs)
+    every_output = _unique(c for loads_ in by_tab.values() for _, _, outputs in loads_ for c in outputs)
 
-    def open_page(shown, *values):
-        return (frozenset({shown}), *_first_results(groups, [None, shown], values, every_input, every_output))
+    def open_page(tab, *values):
+        return (frozenset({tab}), *_first_results(by_tab, [None, tab], values, every_input, every_output))
 
     event.then(open_page, [page_tab, *every_input], [opened, *every_output], api_visibility="private")
-    for key, tab in tab_of.items():
-        if tab is not None:
-            _first_results_on_select(tab, key, groups, opened)
+    for group in groups:
+        _first_results_on_select(group, by_tab, opened, shown)
 
 
-def _first_results_on_select(tab, key, groups: dict, opened: gr.State) -> None:
-    """A tab computes its first results the first time this page opens it; never again after that."""
-    inputs = _unique(c for _, i, _ in groups[key] for c in i)
-    outputs = _unique(c for _, _, o in groups[key] for c in o)
+def _first_results_on_select(group: TabGroup, by_tab: dict, opened: gr.State, shown: gr.State) -> None:
+    """A tab computes its first results the first time this page opens it, by its own tab or by its
+    group's (which shows the tab the student last had open in that group); never again after that."""
+    keys = [lab for lab in group.labs if lab in by_tab]
+    inputs = _unique(c for key in keys for _, i, _ in by_tab[key] for c in i)
+    outputs = _unique(c for key in keys for _, _, o in by_tab[key] for c in o)
 
-    def open_tab(done, *values):
-        if key in done:  # already on screen (or on its way): the student's own results stay
-            return (gr.skip(), *(gr.skip() for _ in outputs))
-        return (done | {key}, *_first_results(groups, [key], values, inputs, outputs))
+    def open_tab(key, done, current, values):
+        now_shown = {**current, group.id: key} if current.get(group.id) != key else gr.skip()
+        if key in done or key not in by_tab:  # already on screen (or on its way): the student's own results stay
+            return (done | {key}, now_shown, *(gr.skip() for _ in outputs))
+        return (done | {key}, now_shown, *_first_results(by_tab, [key], values, inputs, outputs))
 
-    tab.select(open_tab, [opened, *inputs], [opened, *outputs], api_visibility="private")
+    def opener(key=None):
+        def open_(done, current, *values):
+            return open_tab(key or current[group.id], done, current, values)
+        return open_
+
+    states = [opened, shown]
+    for lab, tab in group.labs.items():
+        tab.select(opener(lab), [*states, *inputs], [*states, *outputs], api_visibility="private")
+    group.tab.select(opener(), [*states, *inputs], [*states, *outputs], api_visibility="private")
 
 
 def _first_results(groups: dict, keys, values, inputs, outputs) -> list:

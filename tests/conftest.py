@@ -228,6 +228,21 @@ def page(browser, app_server):
     context.close()
 
 
+def tab_groups() -> list[tuple[str, list[str]]]:
+    """The tab bar as app.py groups it: [(group title, [lab titles])]."""
+    import app
+
+    return [(title, [lab.TITLE for lab in labs]) for title, _, labs in app.GROUPS]
+
+
+def open_tab(page, title: str) -> None:
+    """Click a lab's tab as a student does: its group first (a lab's tab shows only in its group)."""
+    group = next((g for g, labs in tab_groups() if title in labs), None)
+    if group is not None:
+        page.get_by_role("tab", name=group, exact=True).click()
+    page.get_by_role("tab", name=title, exact=True).click()
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 
 import pytest
+from conftest import tab_groups
 
 # What each tab draws first (from each lab's own browser test): audited once it is on screen.
 FIRST_RESULT = {
@@ -70,8 +71,9 @@ def audit_every_tab(page, url: str, query: str = "", screenshots: str | None = N
     page.goto(url + query, wait_until="load")
     page.get_by_role("tab").first.wait_for(timeout=30000)
     found = {}
-    titles = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
-    for title in titles:
+    titles = [(group, title) for group, labs in tab_groups() for title in labs]
+    for group, title in titles:
+        page.get_by_role("tab", name=group, exact=True).dispatch_event("click")
         page.get_by_role("tab", name=title, exact=True).dispatch_event("click")
         if title in FIRST_RESULT:
             try:

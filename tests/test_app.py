@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ROOT, screenshot
+from conftest import ROOT, open_tab, screenshot, tab_groups
 
 from labs import models
 
-TAB_TITLES = ["Tokens", "Fill in the blank", "Next token", "Masks", "Attention", "Embeddings", "Pre-training", "Choosing a model", "Fine-tune", "Cost & scale"]
+TAB_GROUPS = [["Tokens", "Embeddings", "Attention", "Masks"], ["Fill in the blank", "Next token", "Pre-training"],
+              ["Choosing a model", "Fine-tune", "Cost & scale"]]
+TAB_TITLES = [title for group in TAB_GROUPS for title in group]
 
 
 def test_page_answers_quickly(app_server):
@@ -24,16 +26,20 @@ def test_models_endpoint_lists_the_offline_models(client, tiny_models):
     assert names[tiny_models["masked"]]["source"] == "local"
 
 
-def test_every_tab_in_order_and_the_status_line_says_offline(page):
-    tabs = page.get_by_role("tab")
-    titles = [t.inner_text().strip() for t in tabs.all()]
-    assert titles == TAB_TITLES
+def test_every_tab_in_its_group_in_order_and_the_status_line_says_offline(page):
+    groups = tab_groups()
+    assert [labs for _, labs in groups] == TAB_GROUPS and [lab for _, labs in groups for lab in labs] == TAB_TITLES
+    visible = page.get_by_role("tab")  # hidden groups' tabs are not in the accessibility tree
+    assert [t.inner_text().strip() for t in visible.all()] == [g for g, _ in groups] + groups[0][1]
     status = page.locator("#lab-status")
     status.get_by_text("offline").wait_for(timeout=20000)
-    for title in TAB_TITLES:
-        page.get_by_role("tab", name=title).click()
-        page.wait_for_timeout(300)
-        screenshot(page, f"tab-{title.lower().replace(' ', '-')}")
+    for group, labs in groups:
+        page.get_by_role("tab", name=group, exact=True).click()
+        assert [t.inner_text().strip() for t in visible.all()] == [g for g, _ in groups] + labs
+        for title in labs:
+            open_tab(page, title)
+            page.get_by_role("tab", name=title, exact=True).and_(page.locator("[aria-selected=true]")).wait_for()
+            screenshot(page, f"tab-{title.lower().replace(' ', '-')}")
     assert page.outside_requests == []
 
 
@@ -95,3 +101,21 @@ def test_a_first_page_result_is_built_once_and_handed_out_fresh():
         with __import__("pytest").raises(ValueError):
             broken(1)
     assert calls.count("failed") == 2  # a failure is not kept
+
+
+def test_a_group_opens_on_the_tab_last_open_in_it_with_its_first_result(page, app_server):
+    """A link opens its lab inside its group; opening a group shows (and computes, the first time) the lab
+    the student last had open there, without clicking the lab's own tab."""
+    page.goto(app_server["url"] + "?tab=masks", wait_until="load")
+    selected = page.locator("[role=tab][aria-selected=true]")
+    page.get_by_role("tab", name="Masks", exact=True).and_(selected).wait_for(timeout=30000)
+    page.get_by_role("tab", name="Inside a model", exact=True).and_(selected).wait_for()
+    page.get_by_role("tab", name="Learning to predict", exact=True).click()
+    page.get_by_role("tab", name="Fill in the blank", exact=True).and_(selected).wait_for()
+    page.locator(".js-plotly-plot:visible").first.wait_for(timeout=60000)  # its first result, by the group's click
+    open_tab(page, "Next token")
+    page.locator("#nt-chart .js-plotly-plot:visible").wait_for(timeout=60000)
+    page.get_by_role("tab", name="Using a model", exact=True).click()
+    page.get_by_role("tab", name="Learning to predict", exact=True).click()
+    page.get_by_role("tab", name="Next token", exact=True).and_(selected).wait_for()
+    page.locator("#nt-chart .js-plotly-plot:visible").wait_for()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
@@ -222,7 +222,7 @@ def test_attention_api_bad_input(client, tiny_models):
 def test_attention_tab_in_the_browser(page):
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.get_by_role("tab", name="Attention", exact=True).click()
+    open_tab(page, "Attention")
     head_frame = page.frame_locator('iframe[title^="bertviz head view"]')
     head_frame.locator("svg line").first.wait_for(state="attached", timeout=90000)
     assert head_frame.locator("svg line").count() > 50  # lines between tokens
@@ -245,7 +245,7 @@ def test_attention_tab_in_the_browser(page):
 
 
 def test_downloaded_view_draws_offline_on_its_own(page, browser, tmp_path):
-    page.get_by_role("tab", name="Attention", exact=True).click()
+    open_tab(page, "Attention")
     head_frame = page.frame_locator('iframe[title^="bertviz head view"]')
     head_frame.locator("svg line").first.wait_for(state="attached", timeout=90000)
     with page.expect_download(timeout=60000) as download:
@@ -264,7 +264,7 @@ def test_downloaded_view_draws_offline_on_its_own(page, browser, tmp_path):
 
 
 def test_compare_encoder_and_causal_in_the_browser(page):
-    page.get_by_role("tab", name="Attention", exact=True).click()
+    open_tab(page, "Attention")
     page.get_by_text("Compare: an encoder and a causal LM").click()
     page.get_by_role("button", name="Compare (last layer, average over heads)").click()
     page.get_by_text("Causal LM:").first.wait_for(timeout=60000)

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs.errors import GENERIC_MESSAGE
@@ -162,7 +162,7 @@ HOSTILE = '<b id="bold">bold</b> <a id="link" href="/x">link</a> <img id="evil" 
 def test_typed_html_shows_as_text_in_pop_ups_notices_and_chart_titles(page):
     fetched = []
     page.on("request", lambda r: fetched.append(r.url) if r.url.endswith("/x") else None)
-    page.get_by_role("tab", name="Fill in the blank").click()
+    open_tab(page, "Fill in the blank")
     page.get_by_text("Best guesses filled in").wait_for(timeout=60000)  # the first load's example
     page.get_by_label("Your sentence (write [MASK] or ___ for a blank)").fill(f"{HOSTILE} the [MASK] sat.")
     page.get_by_role("button", name="Predict the blanks").click()

@@ -13,7 +13,7 @@ import torch
 from labs import lm, models
 from labs.choosing import bias, cards, domains, few_shot, handout, tab_cards, tasks
 from labs.errors import BadInput
-from conftest import screenshot
+from conftest import open_tab, screenshot
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,7 @@ def test_api_endpoints(client, tiny_models):
 
 
 def test_the_tab_shows_its_first_results(page):
-    page.get_by_role("tab", name="Choosing a model").click()
+    open_tab(page, "Choosing a model")
     page.get_by_text("Families and variants, measured here").wait_for(timeout=30000)
     page.get_by_text("Not measured here").first.wait_for(timeout=60000)  # the card table's note
     page.get_by_text("Sentiment:", exact=False).first.wait_for(timeout=60000)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
@@ -242,7 +242,7 @@ def test_api_bad_input(client, args, api, match):
 
 
 def test_cost_tab_in_the_browser(page):
-    page.get_by_role("tab", name="Cost & scale").click()
+    open_tab(page, "Cost & scale")
     page.get_by_text("6 · N · D = 6 × 1.1 × 10⁸").first.wait_for(timeout=60000)
     plots = page.locator(".js-plotly-plot:visible")
     plots.nth(3).wait_for(timeout=60000)  # compute, devices, memory, scaling

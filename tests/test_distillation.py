@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
@@ -97,7 +97,7 @@ def test_distillation_api(client, tiny_models):
 
 
 def test_the_panel_compares_two_models_in_the_browser(page, tiny_models):
-    page.get_by_role("tab", name="Choosing a model", exact=True).click()
+    open_tab(page, "Choosing a model")
     page.get_by_text("Distillation, checked").first.click()
     for label, name in (("Teacher", tiny_models["masked"]), ("Student", tiny_models["pretraining"])):
         box = page.get_by_label(label, exact=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import open_tab
 from gradio_client.exceptions import AppError
 
 from labs import lm, models
@@ -116,7 +117,7 @@ def test_embeddings_api(client, tiny_models):
 
 
 def test_embeddings_tab_draws_the_heatmap_the_line_chart_and_the_map(page):
-    page.get_by_role("tab", name="Embeddings").click()
+    open_tab(page, "Embeddings")
     page.get_by_text("Cosine similarity of \"bank\"").wait_for(timeout=60000)
     page.get_by_text("Where the senses of \"bank\" separate").wait_for()
     page.get_by_text("The vectors on a map (PCA)").wait_for()

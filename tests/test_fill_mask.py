@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import lm, models
@@ -233,7 +233,7 @@ def test_fill_mask_api_bad_input(client, tiny_models, args, message):
 
 
 def test_fill_mask_tab_draws_bars_for_every_blank(page, tiny_models):
-    page.get_by_role("tab", name="Fill in the blank").click()
+    open_tab(page, "Fill in the blank")
     page.get_by_label("Your sentence (write [MASK] or ___ for a blank)").fill(
         "<img src=x onerror=alert(1)> The [MASK] told the [MASK].")
     page.locator("div.lab-explainer:visible").first.wait_for()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import lm, models
@@ -183,7 +183,7 @@ def test_try_a_fully_finetuned_model_offline_says_so_where_the_view_goes():
 
 
 def test_the_four_strategies_run_from_the_page(page):
-    page.get_by_role("tab", name="Fine-tune", exact=True).click()
+    open_tab(page, "Fine-tune")
     page.get_by_text("Trainable:").first.wait_for(timeout=60000)
     epochs = page.locator("#ft-epochs input[type=number]")
     epochs.fill("1")

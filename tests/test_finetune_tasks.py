@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
@@ -162,7 +162,7 @@ def test_minilm_task_run_beats_from_scratch(task):
 
 @pytest.mark.parametrize("task,view", [("pair", "segment 1"), ("ner", "-100"), ("qa", "Answer:")])
 def test_every_task_run_draws_its_curves_and_view_in_the_browser(page, task, view):
-    page.get_by_role("tab", name="Fine-tune", exact=True).click()
+    open_tab(page, "Fine-tune")
     page.get_by_text("Trainable:").first.wait_for(timeout=60000)
     page.get_by_label("Task", exact=True).click()
     page.get_by_role("option", name=tasks.TASKS[task]).click()

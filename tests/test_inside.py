@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import lm, models
@@ -223,7 +223,7 @@ def test_inside_apis(client, tiny_models):
 
 
 def test_each_section_draws_its_example(page):
-    page.get_by_role("tab", name="Next token").click()
+    open_tab(page, "Next token")
     page.get_by_role("button", name="Score a sentence").click()
     page.get_by_role("radio", name="A", exact=True).check()
     page.get_by_role("radio", name="more than 1,000×").check()

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from conftest import screenshot
+from conftest import open_tab, screenshot
 
 from labs import links
 
@@ -90,7 +90,7 @@ def test_a_hostile_link_runs_nothing_and_falls_back_with_a_note(page, app_server
 
 
 def test_copy_link_gives_a_link_that_opens_the_same_example(page, app_server, tiny_models):
-    page.get_by_role("tab", name="Next token").click()
+    open_tab(page, "Next token")
     page.get_by_label("Prompt", exact=True).fill("A copied prompt")
     page.get_by_role("button", name="Copy a link to this example").locator("visible=true").first.click()
     box = page.get_by_placeholder("A link that opens this tab").locator("visible=true").first
@@ -116,7 +116,7 @@ def test_presenter_view_keeps_every_main_result_on_the_first_screen(browser, app
         page.goto(app_server["url"] + "?present=1", wait_until="load")
         page.wait_for_function("() => document.body.classList.contains('lab-present')")
         for title, selector in PRESENTER_RESULTS.items():
-            page.get_by_role("tab", name=title, exact=True).click()
+            open_tab(page, title)
             main = page.locator(selector).locator("visible=true").first
             main.wait_for(timeout=60000)
             screenshot(page, f"presenter-{title.lower().replace(' ', '-')}")
@@ -130,7 +130,7 @@ def test_presenter_view_keeps_every_main_result_on_the_first_screen(browser, app
 
 
 def test_results_download_as_json_csv_png_and_svg(page, tiny_models):
-    page.get_by_role("tab", name="Fill in the blank").click()
+    open_tab(page, "Fill in the blank")
     chart = page.locator(".js-plotly-plot:visible").first
     chart.wait_for(timeout=60000)
     with page.expect_download() as caught:
@@ -144,7 +144,7 @@ def test_results_download_as_json_csv_png_and_svg(page, tiny_models):
     with page.expect_download() as caught:
         chart.locator("[data-title='Download plot as a PNG']").click()
     assert Path(caught.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    page.get_by_role("tab", name="Tokens").click()
+    open_tab(page, "Tokens")
     page.get_by_text("The corpus now", exact=True).wait_for(timeout=60000)
     with page.expect_download() as caught:  # the first table on the tab is the BPE corpus
         page.locator("button:visible", has_text="⬇ CSV").first.click()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
@@ -115,7 +115,7 @@ def test_masks_api_bad_input(client):
 
 
 def test_masks_tab_in_the_browser(page):
-    page.get_by_role("tab", name="Masks").click()
+    open_tab(page, "Masks")
     page.locator(".js-plotly-plot:visible").first.wait_for(timeout=60000)
     page.get_by_text("largest weight above the diagonal").first.wait_for(timeout=90000)
     plots = page.locator(".js-plotly-plot:visible")

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs import models
@@ -274,7 +274,7 @@ def test_generate_api_bad_input(client, tiny_models):
 
 
 def test_next_token_tab_draws_the_chart_and_streams(page):
-    page.get_by_role("tab", name="Next token").click()
+    open_tab(page, "Next token")
     page.get_by_text("Entropy:").wait_for(timeout=60000)
     bars = page.locator(".js-plotly-plot:visible").first.locator("g.barlayer path")
     bars.nth(9).wait_for(timeout=60000)
@@ -288,7 +288,7 @@ def test_next_token_tab_draws_the_chart_and_streams(page):
 
 
 def test_clicking_a_bar_appends_that_token(page):
-    page.get_by_role("tab", name="Next token").click()
+    open_tab(page, "Next token")
     bars = page.locator("#nt-chart .js-plotly-plot g.point path")
     bars.nth(2).wait_for(timeout=60000)
     prompt = page.get_by_label("Prompt").first
@@ -304,7 +304,7 @@ def test_clicking_a_bar_appends_that_token(page):
 
 def test_stop_then_generate_again_starts_a_new_text(page):
     """Stop ends the text (the run finishes normally), and a Generate clicked right after runs."""
-    page.get_by_role("tab", name="Next token").click()
+    open_tab(page, "Next token")
     page.get_by_text("Entropy:").wait_for(timeout=60000)
     page.get_by_label("sample").check()
     box = page.locator("#generate-output textarea")

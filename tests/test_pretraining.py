@@ -11,7 +11,7 @@ import torch
 from labs import lm, models
 from labs.errors import BadInput, LabError
 from labs.pretraining import mask_rate, nsp, objectives, passages, span_corruption, tab_examples
-from conftest import screenshot
+from conftest import open_tab, screenshot
 
 WORDS = ("the cat sat on a mat while dog ran in park once upon time there was bank by river she went to open "
          "account language model predicts next token attention lets every look at other quick brown fox jumps "
@@ -276,7 +276,7 @@ def test_api_endpoints(client, tiny_models):
 
 
 def test_pretraining_tab_in_the_browser(page):
-    page.get_by_role("tab", name="Pre-training").click()
+    open_tab(page, "Pre-training")
     page.get_by_text("Training signal:").first.wait_for(timeout=60000)
     page.get_by_text("P(IsNext) =").first.wait_for(timeout=60000)
     page.get_by_text("Input to T5").first.wait_for(timeout=60000)

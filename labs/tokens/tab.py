@@ -179,7 +179,7 @@ def bpe_section() -> SimpleNamespace:
 def train_section() -> SimpleNamespace:
     with gr.Accordion("Train your own: BPE, WordPiece and Unigram on the same text", open=False):
         with gr.Row():
-            text = gr.Textbox("", label="Text to train on (empty: the 314 built-in movie reviews)", lines=3,
+            text = gr.Textbox("", label="Text to train on (empty: the 352 built-in reviews)", lines=3,
                               max_length=train.MAX_TEXT_CHARS, scale=3)
             with gr.Column(scale=2):
                 vocab = gr.Slider(*train.VOCAB_RANGE, value=300, step=10, label="Vocabulary size")
