@@ -1,20 +1,33 @@
-"""Gradio builds every new session's copy of every component's configuration at once (for deep links
+"""Two per-student costs of Gradio that buy nothing here.
+
+1. Gradio builds every new session's copy of every component's configuration at once (for deep links
 and per-session updates). On this app (hundreds of components in seven tabs) that costs about 40 ms
 of CPU per student, before the student's request runs: the largest cost of serving a class, and one
 that grows with every lab. Here a session computes a component's configuration only when it is
 first read or updated, which Gradio's SessionState already allows (it computes missing ones itself).
 
+2. An output a handler skips (`gr.skip()`: it keeps what it shows) is, in Gradio's postprocessing, an
+update with nothing in it, for which Gradio still builds a new component, its configuration and its
+API schema for the session (the same as before: nothing changed). A tab's first results skip most of
+their outputs (a page opens on one tab of ten), so this was half of a page open's CPU. Skipped
+outputs now leave the postprocessing and get what Gradio gives them (`{"__type__": "update"}`, and
+None for a gr.State); the other outputs are postprocessed by Gradio as before.
+
 Written for gradio 6.31 (pinned in requirements.txt); tests/test_app.py checks that a session still
-gets the same attributes and the same configurations as Gradio's own SessionState."""
+gets the same attributes and the same configurations as Gradio's own SessionState, and that a
+handler's outputs, skipped or not, and the session after it are what Gradio's own code makes."""
 
 from __future__ import annotations
 
 import os
 from copy import copy
 
-from gradio import state_holder
+from gradio import blocks, state_holder
 
 _gradio_init = state_holder.SessionState.__init__
+_gradio_postprocess = blocks.Blocks.postprocess_data
+_gradio_update_value = state_holder.SessionState._update_value_in_config
+SKIP = {"__type__": "update"}  # gr.skip()
 
 
 class LazyConfigValues(dict):
@@ -23,9 +36,12 @@ class LazyConfigValues(dict):
     def __init__(self, blocks_config, keys: set[int]):
         super().__init__()
         self._blocks_config, self._keys = blocks_config, keys
+        self.pending_values: dict[int, object] = {}  # values sent before the configuration was computed
 
     def __missing__(self, key: int) -> dict:
         value = self._blocks_config.config_for_block(key, [], self._blocks_config.blocks[key])
+        if key in self.pending_values and "props" in value:
+            value["props"]["value"] = self.pending_values.pop(key)
         self[key] = value
         return value
 
@@ -59,8 +75,40 @@ def _lazy_init(self, blocks) -> None:
     self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
 
 
+async def _postprocess_without_skips(self, block_fn, predictions, state):
+    """Blocks.postprocess_data of gradio 6.31 for the outputs that are not skipped; Gradio's own result
+    (an empty update, None for a State) for those that are."""
+    if (not isinstance(predictions, (list, tuple)) or block_fn.batch or block_fn.is_validator_function
+            or len(predictions) != len(block_fn.outputs) or len(predictions) < 2):
+        return await _gradio_postprocess(self, block_fn, predictions, state)
+    skipped = [isinstance(p, dict) and p == SKIP for p in predictions]  # (a DataFrame compares cell by cell)
+    if not any(skipped):
+        return await _gradio_postprocess(self, block_fn, predictions, state)
+    rest = copy(block_fn)
+    rest.outputs = [b for b, skip in zip(block_fn.outputs, skipped) if not skip]
+    values = [p for p, skip in zip(predictions, skipped) if not skip]
+    # Gradio reads a single output's prediction as the value itself (not a list of one)
+    done = iter(await _gradio_postprocess(self, rest, values[0] if len(values) == 1 else values, state)
+                if values else [])
+    return [(None if b.stateful else dict(SKIP)) if skip else next(done)
+            for b, skip in zip(block_fn.outputs, skipped)]
+
+
+def _update_value_later(self, key: int, value) -> None:
+    """SessionState._update_value_in_config, kept until the configuration is computed: every event
+    copies each input's value into the session's configuration (for Gradio's deep links), which
+    would otherwise compute the configuration of every input a page-open event reads."""
+    values = self.config_values
+    if isinstance(values, LazyConfigValues) and key in values._keys and not dict.__contains__(values, key):
+        values.pending_values[key] = value
+        return
+    _gradio_update_value(self, key, value)
+
+
 def install() -> None:
     state_holder.SessionState.__init__ = _lazy_init
+    state_holder.SessionState._update_value_in_config = _update_value_later
+    blocks.Blocks.postprocess_data = _postprocess_without_skips
 
 
 def gradio_session(blocks):

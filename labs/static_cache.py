@@ -10,6 +10,14 @@ the first request, and sends them with an ETag and browser caching: a file whose
 content hash (`Blocks-D1GWYZdr.js`) is immutable for a year, the rest is revalidated (a 304). Whatever
 else passes through Gradio's own middleware unchanged. Written for gradio 6.31 (pinned in
 requirements.txt); tests/test_static_cache.py checks the bytes against Gradio's own responses.
+
+The page itself (GET /) is the same for every student of a server without a login: Gradio writes the
+app's configuration into it (750 KB for LM Lab's ten labs: every component and event), copied and
+rewritten for each request, and sends it uncompressed (its middleware compresses only names with a
+file extension): measured, a third of a page open's CPU. `CachedCompression` keeps it too, once per
+root URL (what Gradio derives from the Host and X-Forwarded-* headers and the root path) and encoding,
+compressed (42 KB), for at most PAGE_VARIANTS roots; `?page=` and `?deep_link=`, the only parameters
+Gradio's page route reads, and a HEAD go through Gradio. The browser is not told to cache it.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import asyncio
 import gzip
 import hashlib
 import re
+from collections import OrderedDict
 
 import anyio
 import brotli
@@ -32,6 +41,10 @@ HASHED_NAME = re.compile(r"-[A-Za-z0-9_-]{8}\.[a-z0-9]+$")  # Vite's content has
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 QUALITY = 11  # computed once per server, so the smallest bytes: 100 students download each file
+PAGE_VARIANTS = 8  # root URLs whose page is kept (one on a Space; a made-up Host header cannot fill memory)
+PAGE_PARAMS = {b"page", b"deep_link"}  # the query parameters Gradio's page route reads (routes.py, main)
+# What Gradio derives the page's root URL from (route_utils.get_root_url: request.url and these headers).
+ROOT_HEADERS = (b"host", b"x-forwarded-host", b"x-gradio-server", b"x-forwarded-proto")
 
 
 class CachedCompression(BrotliMiddleware):
@@ -41,7 +54,8 @@ class CachedCompression(BrotliMiddleware):
     def __init__(self, app, **kwargs) -> None:
         super().__init__(app, **kwargs)
         self.kept: dict[tuple[str, str], tuple[int, list, bytes]] = {}  # (path, encoding): status, headers, body
-        self._pending: dict[tuple[str, str], asyncio.Future] = {}
+        self.pages: OrderedDict[tuple, tuple[int, list, bytes]] = OrderedDict()  # (root, encoding): the page
+        self._pending: dict[tuple, asyncio.Future] = {}
 
     def _encoding(self, scope: Scope) -> str | None:
         """The encoding to keep for this request, or None where it goes through Gradio's middleware."""
@@ -61,25 +75,55 @@ class CachedCompression(BrotliMiddleware):
         path, root = scope.get("path", ""), scope.get("root_path", "")
         return path[len(root):] if root and path.startswith(root) else path
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        encoding = self._encoding(scope)
-        if encoding is None:
-            return await super().__call__(scope, receive, send)
-        key = (self._path(scope), encoding)
-        if key not in self.kept:  # (a 404 is asked for again each time, through Gradio's own path)
+    def _page_key(self, scope: Scope) -> tuple | None:
+        """The key of the page's kept copy for this request, or None where it goes through Gradio."""
+        if scope["type"] != "http" or scope.get("method") != "GET" or self._path(scope) != "/":
+            return None
+        if any(pair.split(b"=")[0] in PAGE_PARAMS for pair in scope.get("query_string", b"").split(b"&")):
+            return None
+        headers = Headers(scope=scope)
+        accept = headers.get("accept-encoding", "")
+        encoding = "br" if "br" in accept else "gzip" if self.gzip_fallback and "gzip" in accept else "identity"
+        root = tuple(headers.get(h.decode(), "") for h in ROOT_HEADERS)
+        server = tuple(scope.get("server") or ())
+        return ("page", scope.get("scheme"), server, scope.get("root_path", ""), *root, encoding)
+
+    async def _kept_once(self, store: dict, key: tuple, compute) -> tuple[int, list, bytes] | None:
+        """store[key], computed by the first request; the ones arriving meanwhile wait for it."""
+        if key not in store:  # (a 404 is asked for again each time, through Gradio's own path)
             pending = self._pending.get(key)
-            if pending is None:  # the first request computes; the ones arriving meanwhile wait for it
+            if pending is None:
                 pending = self._pending[key] = asyncio.get_running_loop().create_future()
                 try:
-                    kept = await self._compute(scope, receive, encoding)
-                    if kept is not None:  # only files that exist: a stream of made-up names keeps nothing
-                        self.kept[key] = kept
+                    kept = await compute()
+                    if kept is not None:  # only what exists: a stream of made-up names keeps nothing
+                        store[key] = kept
                 finally:
                     pending.set_result(None)
                     del self._pending[key]
             else:
                 await pending
-        kept = self.kept.get(key)
+        return store.get(key)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        page_key = self._page_key(scope)
+        if page_key is not None:
+            page = await self._kept_once(self.pages, page_key,
+                                         lambda: self._compute(scope, receive, page_key[-1], page=True))
+            if page is None:
+                return await super().__call__(scope, receive, send)
+            self.pages.move_to_end(page_key)
+            while len(self.pages) > PAGE_VARIANTS:
+                self.pages.popitem(last=False)
+            status, headers, body = page
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        encoding = self._encoding(scope)
+        if encoding is None:
+            return await super().__call__(scope, receive, send)
+        key = (self._path(scope), encoding)
+        kept = await self._kept_once(self.kept, key, lambda: self._compute(scope, receive, encoding))
         if kept is None:  # not a file (a 404) or not ours to keep: Gradio's own path
             return await super().__call__(scope, receive, send)
         status, headers, body = kept
@@ -92,8 +136,10 @@ class CachedCompression(BrotliMiddleware):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def _compute(self, scope: Scope, receive: Receive, encoding: str) -> tuple[int, list, bytes] | None:
-        """The file's response as Gradio's route gives it, compressed once; None if it is not a plain 200."""
+    async def _compute(self, scope: Scope, receive: Receive, encoding: str,
+                       page: bool = False) -> tuple[int, list, bytes] | None:
+        """The response as Gradio's route gives it, compressed once; None if it is not a plain 200. A
+        file gets an ETag and browser caching; the page gets neither (a new server may send another)."""
         start: Message = {}
         chunks: list[bytes] = []
 
@@ -111,7 +157,7 @@ class CachedCompression(BrotliMiddleware):
             return None
         body = b"".join(chunks)
         headers = MutableHeaders(raw=list(start["headers"]))
-        if len(body) >= self.minimum_size:  # Gradio leaves small files uncompressed; so does this
+        if len(body) >= self.minimum_size and encoding != "identity":  # Gradio leaves small files as they are
             if encoding == "br":
                 body = await anyio.to_thread.run_sync(
                     lambda: brotli.compress(body, quality=QUALITY, mode=self.mode, lgwin=self.lgwin))
@@ -122,6 +168,8 @@ class CachedCompression(BrotliMiddleware):
                 del headers["accept-ranges"]  # a range of the compressed bytes is not what the route serves
         headers["Content-Length"] = str(len(body))
         headers.add_vary_header("Accept-Encoding")
+        if page:
+            return 200, headers.raw, body
         headers["ETag"] = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
         headers["Cache-Control"] = IMMUTABLE if HASHED_NAME.search(self._path(scope)) else REVALIDATE
         return 200, headers.raw, body

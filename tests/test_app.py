@@ -59,7 +59,58 @@ def test_sessions_compute_component_configs_only_when_used_and_the_same_as_gradi
     for key in some:
         assert ours.config_values[key] == theirs.config_values[key]
     assert dict.__len__(ours.config_values) == len(some)
+    # an event's input value is recorded when its configuration is first computed, not before
+    later = next(k for k in sorted(theirs.config_values)[1::25] if "props" in theirs.config_values[k])
+    ours._update_value_in_config(later, "a value sent by the page")
+    theirs._update_value_in_config(later, "a value sent by the page")
+    assert dict.__len__(ours.config_values) == len(some)
     assert dict(ours.config_values.items()) == theirs.config_values
+
+
+def test_skipped_outputs_are_postprocessed_as_gradio_does_and_the_session_ends_the_same():
+    """labs.fast_sessions: outputs a handler skips leave Gradio's postprocessing; what the page receives
+    and the session's state and configurations afterwards are what Gradio's own code makes."""
+    import asyncio
+    import copy
+
+    import gradio as gr
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from labs import fast_sessions
+
+    with gr.Blocks() as demo:
+        text, plot, frame, state = gr.Textbox(), gr.Plot(), gr.Dataframe(), gr.State(1)
+        hidden = gr.Markdown()
+        gr.Button().click(lambda: None, None, [text, plot, frame, state, hidden])
+    fn = demo.fns[0]
+    figure = go.Figure(go.Bar(x=["a"], y=[1]))
+    cases = [
+        [gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()],
+        ["typed", gr.skip(), pd.DataFrame({"a": [1]}), 2, gr.skip()],
+        [gr.skip(), figure, gr.skip(), gr.skip(), gr.update(visible=False)],
+        [gr.skip(), gr.skip(), gr.skip(), 3, gr.skip()],
+        [gr.update(value="x", visible=False), gr.skip(), gr.skip(), gr.skip(), "**shown**"],
+    ]
+
+    def run(postprocess) -> tuple[list, dict, dict]:
+        session = fast_sessions.gradio_session(demo)
+        # Gradio pops keys from update dicts: each run gets its own copy
+        outputs = [asyncio.run(postprocess(demo, fn, copy.deepcopy(case), session)) for case in cases]
+        ids = [b._id for b in fn.outputs]
+        return outputs, {i: session.config_values[i] for i in ids}, {i: session.state_data.get(i) for i in ids}
+
+    def without_values(configs: dict) -> dict:
+        return {i: {**c, "props": {k: v for k, v in c["props"].items() if k != "value"}} for i, c in configs.items()}
+
+    ours, gradios = run(fast_sessions._postprocess_without_skips), run(fast_sessions._gradio_postprocess)
+    assert ours[0] == gradios[0]  # what the page receives
+    # every output's configuration in the session (the hidden one stays hidden), but for the values Gradio
+    # copies into it for its deep links (not used here): after a skip Gradio stops recording an output's
+    # later values; here each output's last value is recorded, as Gradio records it when nothing was skipped
+    assert without_values(ours[1]) == without_values(gradios[1])
+    assert ours[1][text._id]["props"]["value"] == "x" and ours[1][frame._id]["props"]["value"]["data"] == [[1]]
+    assert ours[2].keys() == gradios[2].keys() and ours[2][state._id] == gradios[2][state._id] == 3
 
 
 def test_space_front_matter_preloads_every_hub_default():

@@ -155,3 +155,39 @@ def test_missing_files_ranges_and_cors_go_through_gradio(clients, asset_paths):
     assert ranged.status_code == 206 and len(ranged.content) == 10
     cross = ours.get(path, headers=dict(BR, Origin="http://127.0.0.1:9999"))
     assert cross.status_code == 200 and "immutable" not in cross.headers.get("cache-control", "")
+
+
+def test_the_page_is_gradios_own_built_once_per_root_and_encoding(clients, monkeypatch):
+    _, ours, _ = clients
+    pages = middleware(ours).pages
+    behind = TestClient(middleware(ours).app)  # the same app's own route, behind the middleware
+    plain = behind.get("/", headers=IDENTITY)
+    assert plain.status_code == 200 and "content-encoding" not in plain.headers  # Gradio sends it as it is
+    response, body = raw(ours, "/", BR)
+    assert response.headers["content-encoding"] == "br" and brotli.decompress(body) == plain.content
+    assert response.headers["content-length"] == str(len(body)) and len(body) < len(plain.content) / 3
+    assert "accept-encoding" in response.headers["vary"].lower()
+    assert "cache-control" not in response.headers and "etag" not in response.headers
+    assert response.headers["content-type"] == plain.headers["content-type"]
+    response, body = raw(ours, "/", GZIP)
+    assert gzip.decompress(body) == plain.content
+    assert raw(ours, "/", IDENTITY)[1] == plain.content
+    calls = []
+    monkeypatch.setattr(static_cache.brotli, "compress", lambda *a, **k: calls.append(1) or b"")
+    kept = len(pages)
+    for query in ("", "?tab=next_token&prompt=hi", "?__theme=dark"):  # parameters the page route ignores
+        assert brotli.decompress(raw(ours, "/" + query, BR)[1]) == plain.content
+    assert calls == [] and len(pages) == kept
+    # another root URL (a proxy's host) is another page: Gradio writes the root into the configuration
+    proxied = behind.get("/", headers=dict(IDENTITY, **{"X-Forwarded-Host": "lab.example.org"}))
+    assert b"lab.example.org" in proxied.content
+    monkeypatch.undo()
+    assert ours.get("/", headers=dict(BR, **{"X-Forwarded-Host": "lab.example.org"})).content == proxied.content
+    for n in range(static_cache.PAGE_VARIANTS + 3):  # made-up hosts cannot fill the memory
+        ours.get("/", headers=dict(BR, **{"X-Forwarded-Host": f"h{n}.example.org"}))
+    assert len(pages) == static_cache.PAGE_VARIANTS
+    # the parameters Gradio's page route reads, and HEAD, go through Gradio
+    before = set(pages)
+    assert ours.get("/?page=", headers=BR).content == behind.get("/?page=", headers=BR).content
+    assert ours.head("/", headers=BR).status_code == behind.head("/", headers=BR).status_code == 200
+    assert set(pages) == before
