@@ -18,7 +18,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
 
 import gradio as gr  # noqa: E402
 
-from labs import fast_sessions, offline_cache, static_cache, status, theme, ui  # noqa: E402
+from labs import fast_sessions, offline_cache, static_cache, status, tab_bar, theme, ui  # noqa: E402
 from labs.attention import tab as attention  # noqa: E402
 from labs.choosing import tab as choosing  # noqa: E402
 from labs.cost import tab as cost  # noqa: E402
@@ -77,9 +77,9 @@ def build_app() -> gr.Blocks:
                         for lab in labs:
                             with gr.Tab(lab.TITLE, id=lab.ID) as tab_of[lab.ID]:
                                 lab.build(demo)
-                groups.append(ui.TabGroup(group_id, group_tab, lab_tabs, tab_of))
+                groups.append(tab_bar.TabGroup(group_id, group_tab, lab_tabs, tab_of))
         # A link opens its tab (in its group) with its inputs; each tab computes its first result when shown.
-        ui.page_load(demo, tabs, groups, link_notes)
+        tab_bar.page_load(demo, tabs, groups, link_notes)
         present.click(None, js=PRESENT_JS)
         ui.api(status.describe_models, "models",
                "Every model this server offers, its family and source, and what is loaded.")

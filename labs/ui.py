@@ -9,7 +9,6 @@ import inspect
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -107,8 +106,8 @@ def first_page(fn, size: int = 16):
     return wrapper
 
 
-_page_loads: list[tuple] = []  # (fn, inputs, outputs, kwargs): run once a link's values are in place
-_linked: list[tuple[str, str, gr.components.Component]] = []  # (tab, parameter, input)
+registered_loads: list[tuple] = []  # (fn, inputs, outputs, kwargs, tabs around): tab_bar.page_load wires them
+registered_links: list[tuple[str, str, gr.components.Component]] = []  # (tab, parameter, input)
 # Runs in the browser after the server has written the query string: the full link, copied.
 COPY_LINK_JS = """(q) => { if (!q) return q;
   const url = window.location.origin + window.location.pathname + q
@@ -126,14 +125,14 @@ def on_load(demo: gr.Blocks, fn, inputs=None, outputs=None, **kwargs):
         if isinstance(block, gr.Tab):
             tabs_around.append(block)
         block = getattr(block, "parent", None)
-    _page_loads.append((fn, inputs, outputs, kwargs, tabs_around))
+    registered_loads.append((fn, inputs, outputs, kwargs, tabs_around))
 
 
 def link(tab_module: str, **inputs: gr.components.Component) -> None:
     """Make these inputs part of the tab's link (parameter name = keyword), and add the tab's
     "Copy link" button. tab_module is the tab's __name__ (labs.<tab>.tab)."""
     tab = tab_module.split(".")[1]
-    _linked.extend((tab, name, component) for name, component in inputs.items())
+    registered_links.extend((tab, name, component) for name, component in inputs.items())
     with gr.Row(elem_classes=["lab-link-row"]):
         button = gr.Button("🔗 Copy a link to this example", size="sm", scale=0)
         box = gr.Textbox(show_label=False, container=False, interactive=False, buttons=["copy"], scale=4,
@@ -155,118 +154,6 @@ def spec_of(component) -> links.Spec:
         high = component.maximum if component.maximum is not None else 1e12
         return links.Spec("number", low=low, high=high, integer=integer)
     return links.Spec("text", max_chars=getattr(component, "max_length", None) or 2000)
-
-
-@dataclass
-class TabGroup:
-    """One group of the tab bar: its tab, the tabs inside it, and each lab's tab by the lab's id."""
-    id: str
-    tab: gr.Tab
-    tabs: gr.Tabs
-    labs: dict[str, gr.Tab]
-
-
-def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box: gr.Markdown) -> None:
-    """On every page open: read the link (if any) into the inputs and open its tab (and its group), then
-    run the first computation of the tab on screen with what is in the inputs; every other tab runs its
-    own when the student first opens it. Takes this app's registrations, so that a second app built in
-    the same process starts afresh."""
-    linked, loads = list(_linked), list(_page_loads)
-    _linked.clear()
-    _page_loads.clear()
-    specs: dict[str, dict[str, links.Spec]] = {}
-    for tab, name, component in linked:
-        specs.setdefault(tab, {})[name] = spec_of(component)
-    tab_ids = [lab for group in groups for lab in group.labs]
-    group_of = {lab: group for group in groups for lab in group.labs}
-
-    page_tab = gr.State(tab_ids[0] if tab_ids else None)  # the tab a page opens on
-    opened = gr.State(frozenset())  # the tabs whose first results this page has
-    shown = gr.State({g.id: next(iter(g.labs)) for g in groups})  # the tab each group shows when it is opened
-
-    def read_link(current: dict, request: gr.Request):
-        params = dict(request.query_params) if request is not None else {}
-        tab, values, notes = links.read(params, tab_ids, specs)
-        updates = [values.get((t, name), gr.skip()) for t, name, _ in linked]
-        selected = [gr.Tabs(selected=tab) if tab in g.labs else gr.skip() for g in groups]
-        return (gr.Tabs(selected=group_of[tab].id) if tab else gr.skip(), *selected,
-                {**current, group_of[tab].id: tab} if tab else gr.skip(),
-                "\n\n".join(notice(n) for n in notes), tab or (tab_ids[0] if tab_ids else None), *updates)
-
-    event = wire(demo.load, read_link, shown,
-                 [tabs, *(g.tabs for g in groups), shown, notes_box, page_tab, *(c for _, _, c in linked)],
-                 queue=False)
-    by_tab: dict = {}  # tab id (None: outside every tab) -> [(fn, inputs, outputs)], in registration order
-    for fn, inputs, outputs, kwargs, tabs_around in loads:
-        if kwargs:  # its own settings: its own event, on every page open (as before)
-            event.then(friendly(first_page(fn)), inputs, outputs, api_visibility="private", **kwargs)
-            continue
-        key = next((t.id for t in tabs_around if t.id in group_of), None)
-        by_tab.setdefault(key, []).append((friendly(first_page(fn)), _listed(inputs), _listed(outputs)))
-    if not by_tab:
-        return
-    # One event per page open: the first results of the page's tab (and of what stands outside the tabs);
-    # every other tab computes its first results when the student first opens it (its select event).
-    every_input = _unique(c for loads_ in by_tab.values() for _, inputs, _ in loads_ for c in inputs)
-    every_output = _unique(c for loads_ in by_tab.values() for _, _, outputs in loads_ for c in outputs)
-
-    def open_page(tab, *values):
-        return (frozenset({tab}), *_first_results(by_tab, [None, tab], values, every_input, every_output))
-
-    event.then(open_page, [page_tab, *every_input], [opened, *every_output], api_visibility="private")
-    for group in groups:
-        _first_results_on_select(group, by_tab, opened, shown)
-
-
-def _first_results_on_select(group: TabGroup, by_tab: dict, opened: gr.State, shown: gr.State) -> None:
-    """A tab computes its first results the first time this page opens it, by its own tab or by its
-    group's (which shows the tab the student last had open in that group); never again after that."""
-    keys = [lab for lab in group.labs if lab in by_tab]
-    inputs = _unique(c for key in keys for _, i, _ in by_tab[key] for c in i)
-    outputs = _unique(c for key in keys for _, _, o in by_tab[key] for c in o)
-
-    def open_tab(key, done, current, values):
-        now_shown = {**current, group.id: key} if current.get(group.id) != key else gr.skip()
-        if key in done or key not in by_tab:  # already on screen (or on its way): the student's own results stay
-            return (done | {key}, now_shown, *(gr.skip() for _ in outputs))
-        return (done | {key}, now_shown, *_first_results(by_tab, [key], values, inputs, outputs))
-
-    def opener(key=None):
-        def open_(done, current, *values):
-            return open_tab(key or current[group.id], done, current, values)
-        return open_
-
-    states = [opened, shown]
-    for lab, tab in group.labs.items():
-        tab.select(opener(lab), [*states, *inputs], [*states, *outputs], api_visibility="private")
-    group.tab.select(opener(), [*states, *inputs], [*states, *outputs], api_visibility="private")
-
-
-def _first_results(groups: dict, keys, values, inputs, outputs) -> list:
-    """Each first-result load of these tabs run on its inputs' values; gr.skip() for every other output."""
-    value_of = {id(c): v for c, v in zip(inputs, values)}
-    out = {id(c): gr.skip() for c in outputs}
-    for key in keys:
-        for fn, ins, outs in groups.get(key, []):
-            try:
-                result = fn(*(value_of[id(c)] for c in ins))
-            except gr.Error as exc:  # the other results still arrive; this one says what went wrong
-                gr.Warning(exc.message)
-                continue
-            result = result if isinstance(result, tuple) and len(outs) > 1 else (result,)
-            out.update({id(c): r for c, r in zip(outs, result)})
-    return [out[id(c)] for c in outputs]
-
-
-def _listed(components) -> list:
-    return [] if components is None else list(components) if isinstance(components, (list, tuple)) else [components]
-
-
-def _unique(components) -> list:
-    seen: dict = {}
-    for c in components:
-        seen.setdefault(id(c), c)
-    return list(seen.values())
 
 
 def api(fn, name: str, description: str, **kwargs):

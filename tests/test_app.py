@@ -72,6 +72,7 @@ def test_skipped_outputs_are_postprocessed_as_gradio_does_and_the_session_ends_t
     and the session's state and configurations afterwards are what Gradio's own code makes."""
     import asyncio
     import copy
+    from concurrent.futures import ThreadPoolExecutor
 
     import gradio as gr
     import pandas as pd
@@ -96,7 +97,9 @@ def test_skipped_outputs_are_postprocessed_as_gradio_does_and_the_session_ends_t
     def run(postprocess) -> tuple[list, dict, dict]:
         session = fast_sessions.gradio_session(demo)
         # Gradio pops keys from update dicts: each run gets its own copy
-        outputs = [asyncio.run(postprocess(demo, fn, copy.deepcopy(case), session)) for case in cases]
+        # (in a thread of its own: a browser test before this one leaves Playwright's event loop in this one)
+        outputs = [ThreadPoolExecutor(1).submit(asyncio.run, postprocess(demo, fn, copy.deepcopy(case), session))
+                   .result() for case in cases]
         ids = [b._id for b in fn.outputs]
         return outputs, {i: session.config_values[i] for i in ids}, {i: session.state_data.get(i) for i in ids}
 
