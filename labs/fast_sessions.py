@@ -1,7 +1,7 @@
 """Two per-student costs of Gradio that buy nothing here.
 
 1. Gradio builds every new session's copy of every component's configuration at once (for deep links
-and per-session updates). On this app (hundreds of components in seven tabs) that costs about 40 ms
+and per-session updates). On this app (hundreds of components in ten tabs) that costs about 40 ms
 of CPU per student, before the student's request runs: the largest cost of serving a class, and one
 that grows with every lab. Here a session computes a component's configuration only when it is
 first read or updated, which Gradio's SessionState already allows (it computes missing ones itself).

@@ -11,13 +11,15 @@ content hash (`Blocks-D1GWYZdr.js`) is immutable for a year, the rest is revalid
 else passes through Gradio's own middleware unchanged. Written for gradio 6.31 (pinned in
 requirements.txt); tests/test_static_cache.py checks the bytes against Gradio's own responses.
 
-The page itself (GET /) is the same for every student of a server without a login: Gradio writes the
-app's configuration into it (750 KB for LM Lab's ten labs: every component and event), copied and
-rewritten for each request, and sends it uncompressed (its middleware compresses only names with a
-file extension): measured, a third of a page open's CPU. `CachedCompression` keeps it too, once per
-root URL (what Gradio derives from the Host and X-Forwarded-* headers and the root path) and encoding,
-compressed (42 KB), for at most PAGE_VARIANTS roots; `?page=` and `?deep_link=`, the only parameters
-Gradio's page route reads, and a HEAD go through Gradio. The browser is not told to cache it.
+The page itself (GET /) is the same for every student of a server without a login (LM Lab has none):
+Gradio writes the app's configuration into it (750 KB for LM Lab's ten labs: every component and
+event), copied and rewritten for each request, and sends it uncompressed (its middleware compresses
+only names with a file extension): measured, a third of a page open's CPU. `CachedCompression` keeps
+it too, once per root URL (what Gradio derives from the Host and X-Forwarded-* headers and the root
+path) and encoding, compressed at PAGE_QUALITY, for at most PAGE_VARIANTS roots. What Gradio's page
+route reads from the query (`page`, `deep_link`, `all_endpoints`), a cross-origin request (CORS
+headers name the caller), a HEAD, and a page with a deep link's state go through Gradio. The browser
+is not told to cache it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import gzip
 import hashlib
 import re
 from collections import OrderedDict
+from urllib.parse import parse_qsl
 
 import anyio
 import brotli
@@ -42,7 +45,9 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 QUALITY = 11  # computed once per server, so the smallest bytes: 100 students download each file
 PAGE_VARIANTS = 8  # root URLs whose page is kept (one on a Space; a made-up Host header cannot fill memory)
-PAGE_PARAMS = {b"page", b"deep_link"}  # the query parameters Gradio's page route reads (routes.py, main)
+PAGE_QUALITY = 5  # 750 KB in 6 ms (49 KB; 11 gives 42 KB in 0.5 s): a made-up Host header costs little CPU
+DEEP_LINK_NONE = b'"deep_link_state":"none"'  # in the configuration Gradio writes into a page without one
+PAGE_PARAMS = {"page", "deep_link", "all_endpoints"}  # what Gradio's page route reads (routes.py: main, get_api_info)
 # What Gradio derives the page's root URL from (route_utils.get_root_url: request.url and these headers).
 ROOT_HEADERS = (b"host", b"x-forwarded-host", b"x-gradio-server", b"x-forwarded-proto")
 
@@ -79,9 +84,12 @@ class CachedCompression(BrotliMiddleware):
         """The key of the page's kept copy for this request, or None where it goes through Gradio."""
         if scope["type"] != "http" or scope.get("method") != "GET" or self._path(scope) != "/":
             return None
-        if any(pair.split(b"=")[0] in PAGE_PARAMS for pair in scope.get("query_string", b"").split(b"&")):
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        if any(name in PAGE_PARAMS for name, _ in query):  # decoded as Gradio reads them (deep%5Flink too)
             return None
         headers = Headers(scope=scope)
+        if "origin" in headers or "range" in headers:
+            return None
         accept = headers.get("accept-encoding", "")
         encoding = "br" if "br" in accept else "gzip" if self.gzip_fallback and "gzip" in accept else "identity"
         root = tuple(headers.get(h.decode(), "") for h in ROOT_HEADERS)
@@ -156,11 +164,14 @@ class CachedCompression(BrotliMiddleware):
         if start.get("status") != 200 or "content-encoding" in raw:
             return None
         body = b"".join(chunks)
+        if page and DEEP_LINK_NONE not in body:  # a page made for one deep link is not every student's
+            return None
         headers = MutableHeaders(raw=list(start["headers"]))
         if len(body) >= self.minimum_size and encoding != "identity":  # Gradio leaves small files as they are
             if encoding == "br":
+                quality = PAGE_QUALITY if page else QUALITY
                 body = await anyio.to_thread.run_sync(
-                    lambda: brotli.compress(body, quality=QUALITY, mode=self.mode, lgwin=self.lgwin))
+                    lambda: brotli.compress(body, quality=quality, mode=self.mode, lgwin=self.lgwin))
             else:
                 body = await anyio.to_thread.run_sync(lambda: gzip.compress(body, compresslevel=9, mtime=0))
             headers["Content-Encoding"] = encoding

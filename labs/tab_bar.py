@@ -2,11 +2,13 @@
 tab opened inside its group, and each tab's first results computed when the tab first appears.
 
 Gradio sends a tab's `select` event when the student clicks it and also when it first appears on the
-page: at a page open for the first group and its first tab, and for a group's shown tab the first time
-the group is opened. A group's own select then computes the tab it shows (the one last open in it)
-only when its tabs were already on the page; a link's tab is computed by the page-open event. What a
-page has is kept on the server (`PageTabs`), not in a gr.State: these events run at the same time, and a
-gr.State keeps the last writer's value, computed from what it held when that event started."""
+page: at a page open for the first group and its first tab (before the link's values are in the inputs),
+and for a group's shown tab the first time the group is opened. So the page's load event reads the link
+and claims the tab the page opens on (the link's, or the first); the page-open event computes it with the
+link's values; a select that reaches the server before the link is read computes nothing. A group's own
+select computes the tab it shows (the one last open in it) only when its tabs were already on the page.
+What a page has is kept on the server (`PageTabs`), not in a gr.State: these events run at the same time,
+and a gr.State keeps the last writer's value, computed from what it held when that event started."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class TabGroup:
 
 @dataclass
 class PageState:
+    started: bool = False  # the link is read: the page's own tab is claimed, selects may compute
     opened: set = field(default_factory=set)  # the tabs whose first results this page has (or is getting)
     shown: dict = field(default_factory=dict)  # group id -> the tab it shows, when not its first
     seen: set = field(default_factory=set)  # the groups whose tabs are on the page
@@ -92,20 +95,24 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box:
         specs.setdefault(tab, {})[name] = spec_of(component)
     tab_ids = [lab for group in groups for lab in group.labs]
     group_of = {lab: group for group in groups for lab in group.labs}
-    link_tab = gr.State(None)  # the tab a link opened (None: the page's first tab, computed by its select)
+    page_tab = gr.State(None)  # the tab the page opens on: the link's, or the first
+
+    def start(page: PageState, tab: str) -> None:
+        page.started = True
+        page.seen.update({groups[0].id, group_of[tab].id})  # their tabs are on the page now
+        show(page, group_of[tab].id, tab, claiming=True)
 
     def read_link(request: gr.Request):
         params = dict(request.query_params) if request is not None else {}
         tab, values, notes = links.read(params, tab_ids, specs)
-        if tab:  # the link puts its group's tabs on the page, showing its tab: no select event comes for it
-            pages.update(lambda page: (show(page, group_of[tab].id, tab), page.seen.add(group_of[tab].id)))
+        pages.update(lambda page: start(page, tab or tab_ids[0]))
         updates = [values.get((t, name), gr.skip()) for t, name, _ in linked]
         selected = [gr.Tabs(selected=tab) if tab in g.labs else gr.skip() for g in groups]
         return (gr.Tabs(selected=group_of[tab].id) if tab else gr.skip(), *selected,
-                "\n\n".join(notice(n) for n in notes), tab, *updates)
+                "\n\n".join(notice(n) for n in notes), tab or tab_ids[0], *updates)
 
     event = wire(demo.load, read_link, None,
-                 [tabs, *(g.tabs for g in groups), notes_box, link_tab, *(c for _, _, c in linked)], queue=False)
+                 [tabs, *(g.tabs for g in groups), notes_box, page_tab, *(c for _, _, c in linked)], queue=False)
     by_tab: dict = {}  # tab id (None: outside every tab) -> [(fn, inputs, outputs)], in registration order
     for fn, inputs, outputs, kwargs, tabs_around in loads:
         if kwargs:  # its own settings: its own event, on every page open (as before)
@@ -117,11 +124,10 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box:
         return
     every_input, every_output = _inputs_outputs(by_tab, list(by_tab))
 
-    def open_page(tab, *values):
-        keys = [None] + ([tab] if tab and pages.update(lambda page: claim(page, tab)) else [])
-        return _first_results(by_tab, keys, values, every_input, every_output)
+    def open_page(tab, *values):  # read_link claimed the tab: its first results come from here, with its values
+        return _first_results(by_tab, [None, tab], values, every_input, every_output)
 
-    event.then(open_page, [link_tab, *every_input], every_output, api_visibility="private")
+    event.then(open_page, [page_tab, *every_input], every_output, api_visibility="private")
     for group in groups:
         _first_results_on_select(group, by_tab, pages)
 
@@ -135,7 +141,7 @@ def _first_results_on_select(group: TabGroup, by_tab: dict, pages: PageTabs) -> 
         inputs, outputs = _inputs_outputs(by_tab, [key])
 
         def open_tab(*values):
-            first = pages.update(lambda page: show(page, group.id, key, claiming=True))
+            first = pages.update(lambda page: show(page, group.id, key, claiming=page.started))
             return _first_results(by_tab, [key] if first else [], values, inputs, outputs)
         return open_tab, inputs, outputs
 
@@ -152,6 +158,8 @@ def _first_results_on_select(group: TabGroup, by_tab: dict, pages: PageTabs) -> 
 
     def open_group(*values):
         def shown_if_first(page: PageState):
+            if not page.started:  # the page's own tab comes from the page-open event
+                return None
             if group.id not in page.seen:  # its tabs appear now: the shown one sends its own select
                 page.seen.add(group.id)
                 return None

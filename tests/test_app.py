@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, open_tab, screenshot, tab_groups
+from playwright.sync_api import expect
 
 from labs import models
 
@@ -30,12 +32,12 @@ def test_every_tab_in_its_group_in_order_and_the_status_line_says_offline(page):
     groups = tab_groups()
     assert [labs for _, labs in groups] == TAB_GROUPS and [lab for _, labs in groups for lab in labs] == TAB_TITLES
     visible = page.get_by_role("tab")  # hidden groups' tabs are not in the accessibility tree
-    assert [t.inner_text().strip() for t in visible.all()] == [g for g, _ in groups] + groups[0][1]
+    expect(visible).to_have_text([g for g, _ in groups] + groups[0][1])
     status = page.locator("#lab-status")
     status.get_by_text("offline").wait_for(timeout=20000)
     for group, labs in groups:
         page.get_by_role("tab", name=group, exact=True).click()
-        assert [t.inner_text().strip() for t in visible.all()] == [g for g, _ in groups] + labs
+        expect(visible).to_have_text([g for g, _ in groups] + labs)
         for title in labs:
             open_tab(page, title)
             page.get_by_role("tab", name=title, exact=True).and_(page.locator("[aria-selected=true]")).wait_for()
@@ -155,6 +157,18 @@ def test_a_first_page_result_is_built_once_and_handed_out_fresh():
         with __import__("pytest").raises(ValueError):
             broken(1)
     assert calls.count("failed") == 2  # a failure is not kept
+
+
+@pytest.mark.parametrize("query,result,shown", [
+    ("?tab=tokens&text=Seven+geese+fly+north", ".lab-token-row", "geese"),  # the first group's first tab
+    ("?tab=masks&text=Seven+geese+fly+north", ".js-plotly-plot", "geese"),  # the first group, another tab
+    ("?tab=next_token&prompt=Seven+geese+fly", "#nt-chart .js-plotly-plot", "fly"),  # another group (the
+])  # chart's title names the prompt's last token)
+def test_a_link_s_first_result_is_computed_from_the_link_s_text(page, app_server, query, result, shown):
+    """The first group and its first tab send their select events as the page opens, before the link's text
+    is in the inputs: the result on screen must still be the link's text's, not the default's."""
+    page.goto(app_server["url"] + query, wait_until="load")
+    page.locator(result).locator("visible=true").filter(has_text=shown).first.wait_for(timeout=60000)
 
 
 def test_a_group_opens_on_the_tab_last_open_in_it_with_its_first_result(page, app_server):

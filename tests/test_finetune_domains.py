@@ -79,3 +79,4 @@ def test_a_link_opens_fine_tune_on_film_reviews_only(page, app_server):
     open_tab(page, "Choosing a model")
     link = page.get_by_role("link", name="train a sentiment classifier on film reviews only")
     assert "tab=finetune&data=films" in link.get_attribute("href")
+    assert link.get_attribute("target") == "_blank"  # Gradio opens it beside this page: nothing here is lost

@@ -362,7 +362,7 @@ def finetune_progress(model: str, strategy: str = "full", learning_rate: float =
         if tasks.check_task(task) != "sentiment":
             raise BadInput("train_domain is for the sentiment task: only its reviews name their domain.")
         data = builtin_data(train_domain)
-        if isinstance(train_examples, int) and not isinstance(train_examples, bool):
+        if isinstance(train_examples, (int, float)) and not isinstance(train_examples, bool):
             train_examples = min(train_examples, len(data.train))
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                        max_train=len(data.train), task=task)
