@@ -357,10 +357,11 @@ def finetune_progress(model: str, strategy: str = "full", learning_rate: float =
     ({"status": "running", "phase", "step", "total_steps", "loss"}), then the result's JSON. A client
     that goes away ends the run after its current step: Gradio closes this generator. train_domain
     (sentiment only): train on that domain's reviews alone, at most as many as it has."""
-    data = tasks.task_data(task)
-    if train_domain:
-        if tasks.check_task(task) != "sentiment":
-            raise BadInput("train_domain is for the sentiment task: only its reviews name their domain.")
+    if not train_domain:
+        data = tasks.task_data(task)
+    elif tasks.check_task(task) != "sentiment":
+        raise BadInput("train_domain is for the sentiment task: only its reviews name their domain.")
+    else:  # the built-in reviews read once, training on the one domain
         data = builtin_data(train_domain)
         if isinstance(train_examples, (int, float)) and not isinstance(train_examples, bool):
             train_examples = min(train_examples, len(data.train))
