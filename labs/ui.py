@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.context import Context
 
-from labs import links, models
+from labs import jobs, links, models
 from labs.errors import message_for
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -54,6 +54,17 @@ def friendly(fn, *, for_browser: bool = True):
     """Show a handler's failures as a message in the UI (escaped: the toast renders HTML), or, with
     for_browser=False (API endpoints), as a plain-text error for the client. Works for plain
     functions and for generators (streaming handlers), whose failures come while they run."""
+    if inspect.isasyncgenfunction(fn):  # a handler that follows a shared job without holding a thread
+        @functools.wraps(fn)
+        async def following(*args, **kwargs):
+            try:
+                async for value in fn(*args, **kwargs):
+                    yield value
+            except Exception as exc:
+                raise to_gr_error(exc, for_browser=for_browser) from None
+
+        return following
+
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def streaming(*args, **kwargs):
@@ -156,11 +167,33 @@ def spec_of(component) -> links.Spec:
     return links.Spec("text", max_chars=getattr(component, "max_length", None) or 2000)
 
 
-def api(fn, name: str, description: str, **kwargs):
+def api(fn, name: str, description: str, *, per_student: bool = False, **kwargs):
     """Register a compute function as a pure-JSON API endpoint. Its type hints describe the inputs;
     the function checks every value itself (an API caller can send anything). Its errors reach the
-    client as plain text: no page renders them (see to_gr_error)."""
-    return gr.api(friendly(fn, for_browser=False), api_name=name, api_description=description, **kwargs)
+    client as plain text: no page renders them (see to_gr_error). per_student: the caller's session
+    is the student a job is asked for (labs.jobs: one waiting job per student)."""
+    fn = friendly(fn, for_browser=False)
+    return gr.api(as_student(fn) if per_student else fn, api_name=name, api_description=description, **kwargs)
+
+
+def as_student(fn):
+    """fn (an async generator) with the caller's session in jobs.owner_var. Gradio hands a parameter typed
+    gr.Request to the function it calls, so the wrapper's signature is fn's plus that one, last."""
+    @functools.wraps(fn)
+    async def wrapper(*args, **kwargs):
+        request = kwargs.pop("request", None)
+        if len(args) > len(parameters) - 1:
+            *args, request = args
+        jobs.owner_var.set(getattr(request, "session_hash", None))
+        async for value in fn(*args, **kwargs):
+            yield value
+
+    signature = inspect.signature(fn)
+    parameters = list(signature.parameters.values()) + [
+        inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=gr.Request)]
+    wrapper.__signature__ = signature.replace(parameters=parameters)
+    wrapper.__annotations__ = dict(getattr(fn, "__annotations__", {}), request=gr.Request)
+    return wrapper
 
 
 def explainer(text: str) -> gr.Markdown:

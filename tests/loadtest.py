@@ -11,6 +11,7 @@ Not a unit test: these machines are noisy, so it prints figures instead of asser
     python -m tests.loadtest --memory                 # resident memory: every model, a fine-tune, 1,000 requests
     python -m tests.loadtest --page-open              # a class opening the page at once (25 / 50 / 100 students)
     python -m tests.loadtest --page-open --app-dir /path/to/before,.   # two versions side by side, one run
+    python -m tests.loadtest --heavy                  # a class pressing the heaviest buttons (tests/loadtest_heavy.py)
 """
 
 from __future__ import annotations
@@ -408,14 +409,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", default="", help="comma-separated client counts (default 50,100,200; "
                                                        "generate: 20,50)")
-    parser.add_argument("--only", default="", help="comma-separated endpoints")
-    parser.add_argument("--app-dir", default="", help="another checkout of LM Lab to load instead of this one")
+    parser.add_argument("--only", default="", help="comma-separated endpoints (--heavy: scenarios)")
+    parser.add_argument("--app-dir", default="", help="another checkout of LM Lab to load instead of this one "
+                                                      "(--page-open, --heavy: one or two, comma-separated)")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--page-open", action="store_true", help="a class opening the page at once (default "
                                                                   "25,50,100 students), beside a plain Gradio app")
+    parser.add_argument("--heavy", action="store_true", help="a class pressing Fine-tune, Compare strategies and "
+                                                              "the curves at once (tests/loadtest_heavy.py)")
+    parser.add_argument("--students", type=float, default=1.0, help="--heavy: scales its 30 / 10 / 50 students "
+                                                                     "(0.1 for a quick try)")
+    parser.add_argument("--cap", type=float, default=420.0, help="--heavy: seconds per scenario; students not "
+                                                                  "finished by then are counted as unfinished")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.heavy:
+        from tests import loadtest_heavy
+
+        return loadtest_heavy.main_heavy(args) or 0
     (main_memory if args.memory else main_page_open if args.page_open else main_load)(args)
     return 0
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from labs import lm, models
 from labs.errors import BadInput, check_text
+from labs.jobs import JOBS
 
 FAMILIES = ("masked",)
 TEACHER, STUDENT = "bert-base-uncased", "distilbert-base-uncased"
@@ -153,6 +154,11 @@ def _time_forward(loaded: models.LoadedModel, sentences: tuple[str, ...]) -> flo
 def distill(teacher: models.LoadedModel, student: models.LoadedModel, text: str = "") -> DistillationRun:
     check_pair(teacher, student)
     sentences = parse_sentences(text)
+    return JOBS.shared("distillation", (teacher.name, student.name, tuple(sentences)),
+                       lambda: _distill(teacher, student, sentences))
+
+
+def _distill(teacher: models.LoadedModel, student: models.LoadedModel, sentences: list[str]) -> DistillationRun:
     blanks = [compare_blank(s, teacher.tokenizer, t, st) for s, t, st in
               zip(sentences, log_probs_at_blanks(teacher, sentences), log_probs_at_blanks(student, sentences))]
     params = [sum(p.numel() for p in m.model.parameters()) for m in (teacher, student)]

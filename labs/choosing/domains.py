@@ -17,6 +17,7 @@ from pathlib import Path
 
 from labs import lm, models
 from labs.errors import BadInput, check_text
+from labs.jobs import JOBS
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "domains.txt"
 FAMILIES = ("causal", "masked")
@@ -97,6 +98,10 @@ def domain_shift(loaded: models.LoadedModel, text: str = "") -> DomainResult:
     """Perplexity per built-in domain (and per text), and on the student's text when there is one."""
     models.check_family(loaded.choice, FAMILIES)
     text = check_text(text, EXAMPLE, allow_empty=True)
+    return JOBS.shared("domain_shift", (loaded.name, text), lambda: _domain_shift(loaded, text))
+
+
+def _domain_shift(loaded: models.LoadedModel, text: str) -> DomainResult:
     masked = loaded.family == "masked"
     result = DomainResult(loaded.name, loaded.source, "pseudo-perplexity" if masked else "perplexity")
     for domain, texts in domain_texts().items():

@@ -20,6 +20,7 @@ import numpy as np
 
 from labs import lm, models
 from labs.errors import BadInput, check_int, check_text
+from labs.jobs import JOBS
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "few_shot.csv"
 FAMILIES = ("causal",)
@@ -192,6 +193,12 @@ def few_shot(loaded: models.LoadedModel, shots=SHOTS, labels="natural", seeds=SE
     pair = check_labels(labels)
     shots = int_list(shots, "The numbers of shots", SHOTS, 0, MAX_SHOTS, MAX_SHOT_COUNTS)
     seeds = int_list(seeds, "The seeds", SEEDS, 0, 10**6, MAX_SEEDS)
+    if curve:  # a job: a class asking for the same curve shares one computation, and it is kept
+        return JOBS.shared("few_shot", (loaded.name, pair, shots, seeds), lambda: _few_shot(loaded, pair, shots, seeds))
+    return _few_shot(loaded, pair, shots, seeds, curve=False)
+
+
+def _few_shot(loaded: models.LoadedModel, pair, shots, seeds, curve: bool = True) -> FewShotResult:
     ids = label_ids(loaded, pair)
     result = FewShotResult(loaded.name, loaded.source, dict(zip(GOLD, pair)),
                            [{"label": w, "token": loaded.tokenizer.convert_ids_to_tokens(i), "token_id": i}

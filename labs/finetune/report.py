@@ -3,7 +3,7 @@ before/after summary, and the history of a student's last runs for comparison.""
 
 from __future__ import annotations
 
-import time
+import html
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -66,8 +66,9 @@ class LiveRun:
         self._drawn = 0.0
 
     def add(self, event) -> bool:
-        """Record an event; True when it is time to redraw (after every evaluation, else once a
-        second: drawing must not slow training)."""
+        """Record an event; True when it is time to redraw (after every evaluation, else once a second
+        of the run's own time: drawing must not slow training, and every student following the same run
+        redraws at the same events, so they can share one figure)."""
         if isinstance(event, RunResult):
             self.finished.append(event)
             return False
@@ -77,19 +78,20 @@ class LiveRun:
         else:
             record["eval"].append({"epoch": event.epoch, "accuracy": event.accuracy})
         self.last = event
-        if isinstance(event, Eval) or time.perf_counter() - self._drawn > REDRAW_SECONDS:
-            self._drawn = time.perf_counter()
+        if isinstance(event, Eval) or event.elapsed - self._drawn > REDRAW_SECONDS:
+            self._drawn = event.elapsed
             return True
         return False
 
-    def progress(self) -> tuple[float, str]:
-        """(share done, what is happening) for the progress line."""
+    def progress(self, note: str = "") -> tuple[float, str]:
+        """(share done, what is happening) for the progress line (escaped HTML), with a note after it."""
         e = self.last
         if isinstance(e, Step):
             done, what = e.step / e.total_steps, f"{e.phase}: step {e.step} of {e.total_steps}, loss {e.loss:.3f}"
         else:
             done, what = 0.0, f"{e.phase}: epoch {e.epoch}, validation {METRIC_WORDS[self.metric()]} {e.accuracy:.1%}"
-        return done, f"Run {len(self.finished) + 1} of {self.phases} · {what} · {e.elapsed:.1f} s"
+        note = f" · {html.escape(note)}" if note else ""
+        return done, f"Run {len(self.finished) + 1} of {self.phases} · {what} · {e.elapsed:.1f} s{note}"
 
     def live_figure(self):
         return curves_figure(list(self.live.values()), "Training…", self.metric())

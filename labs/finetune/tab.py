@@ -9,7 +9,16 @@ import pandas as pd
 
 from labs import models, ui
 from labs.errors import BadInput, check_int
-from labs.finetune import codegen, data, predict, report, strategies, tab_strategies, tab_tasks, tasks, training
+from labs.finetune import (
+    codegen,
+    data,
+    predict,
+    shared_runs,
+    strategies,
+    tab_run,
+    tab_strategies,
+    tab_tasks,
+)
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
 from labs.finetune.strategies import (
     DEFAULTS,
@@ -17,7 +26,7 @@ from labs.finetune.strategies import (
     LIMITS,
     LORA_TARGETS,
 )
-from labs.switches import StopSwitches
+from labs.finetune.tab_run import RUNS_HEADERS, SAMPLE_HEADERS, settings_from
 
 TITLE = "Fine-tune"
 ID = "finetune"
@@ -39,22 +48,7 @@ FILMS = "Built-in, film reviews only (then tested on every domain)"
 SOURCES = [(BUILTIN, "builtin"), (FILMS, "films"), (UPLOAD, "upload")]
 UPLOAD_HINT = "Upload a CSV file with the columns text,label."
 PREVIEW_HEADERS = ["text", "label", "split"]
-SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
-RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
-                "seconds", "retrieval (forgetting)"]
-STOPS = StopSwitches()  # one per student: Stop ends their run after the current step
-STARTING = ("Starting… If another run is in progress, yours waits for it: your place in the queue shows on "
-            "the chart.")
-
-
-def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
-                  chosen: Dataset | None, task: str = "sentiment") -> tuple[strategies.Settings, Dataset]:
-    """The checked settings and the data they run on (None = the built-in set; other tasks: their set)."""
-    chosen = (chosen or builtin_data()) if task == "sentiment" else tasks.task_data(task)
-    # at most what the data has: an event sent before a smaller set arrived still carries the default
-    n_train = min(n_train, len(chosen.train)) if isinstance(n_train, (int, float)) else n_train
-    return strategies.check_settings(model_name, strategies.strategy_name(kind, n), lr, epochs, batch_size, n_train,
-                                     seed, warmup, decay, targets, max_train=len(chosen.train), task=task), chosen
+STARTING = "Starting…"
 
 
 def describe_data(chosen: Dataset) -> tuple[str, pd.DataFrame]:
@@ -120,62 +114,6 @@ def on_code(*values) -> str:
     choice = models.get_choice(s.model)
     hub_id = choice.location if choice.source == "hub" else "sentence-transformers/all-MiniLM-L6-v2"
     return codegen.training_code(s, hub_id, len(chosen.labels))
-
-
-def sample_frame(result: training.RunResult) -> pd.DataFrame:
-    return pd.DataFrame([[x["text"], x["label"], f"{x['before']['label']} ({x['before']['prob']:.0%})",
-                          f"{x['after']['label']} ({x['after']['prob']:.0%})"] for x in result.samples],
-                        columns=SAMPLE_HEADERS)
-
-
-def runs_table(runs: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([[r["label"].split(":")[0], r["strategy"], r["lr"], r["epochs"], f"{r['trainable']:,}",
-                          f"{r['before']:.1%}", f"{r['after']:.1%}", f"{r['seconds']:.1f}", r.get("forgetting", "–")]
-                         for r in runs],
-                        columns=RUNS_HEADERS)
-
-
-def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay, chosen, with_scratch,
-           runs, task="sentiment", request: gr.Request = None):
-    """A live run: the curves redrawn as it trains, then the results and the run history. Stop (this
-    student's switch) or a closed page ends it after the current step."""
-    s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
-                              chosen, task)
-    stop = STOPS.current(request.session_hash)
-    if stop.is_set():  # stopped while it waited for its turn
-        STOPS.release(request.session_hash, stop)
-        yield (stopped(), *(gr.update(),) * 4, runs, *(gr.update(),) * 3)
-        return
-    live = report.LiveRun(2 if with_scratch else 1)
-    live.task_metric = tasks.METRIC[s.task]
-    events = training.run_experiment(s, chosen, bool(with_scratch), stop)
-    try:
-        for event in events:
-            if live.add(event):
-                yield (ui.progress_html(*live.progress()), live.live_figure(), *(gr.update(),) * 3, runs,
-                       *(gr.update(),) * 3)
-    finally:
-        events.close()  # a closed page ends the run after its current step
-        STOPS.release(request.session_hash, stop)
-    runs = report.with_history(runs, live)
-    history = report.curves_figure(runs, "Your last runs", report.runs_metric(runs))
-    yield (stopped() if stop.is_set() else ui.DONE, live.final_figure(), live.summary(),
-           sample_frame(live.finished[0]), live.finished[0].run_id, runs, history, runs_table(runs),
-           training.experiment_json(live.finished))
-
-
-def starting(request: gr.Request) -> str:
-    STOPS.arm(request.session_hash)
-    return ui.progress_html(None, STARTING)
-
-
-def stopped() -> str:
-    return ui.progress_html(1, "Stopped.")
-
-
-def on_stop(request: gr.Request) -> str:
-    STOPS.stop(request.session_hash)
-    return ui.progress_html(None, "Stopping after the current step…")
 
 
 def on_lora(d_in, d_out, rank) -> str:
@@ -277,24 +215,22 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(s.preset.change, preset_rate, s.preset, s.lr)
     ui.wire([c.change for c in s.values], on_code, s.values + [chosen], extras.code, show_progress="hidden")
     ui.on_load(demo, on_code, s.values + [chosen], extras.code)
-    # One run at a time on the server (UI and API share the "finetune" slot); a queued student sees
-    # their place in the queue on the curves until their run starts.
-    # Stop flips this student's switch instead of cancelling the event: a cancelled event leaves the
-    # page unable to start the next run for a while, and a run asked for meanwhile starts when this one ends.
-    ui.wire(run_btn.click, starting, None, out.outputs[0], queue=False).then(
-        ui.friendly(on_run), s.values + [chosen, s.scratch, out.runs, task], out.outputs, api_visibility="private",
-        concurrency_id="finetune", concurrency_limit=1, show_progress="minimal", show_progress_on=[out.outputs[1]],
-        trigger_mode="always_last")
-    ui.wire(stop_btn.click, on_stop, None, out.outputs[0], queue=False)
+    # Runs are shared jobs (labs.jobs): identical ones train once, the others queue for the training slot
+    # and the tab shows the place. The handler only follows its job, so it needs no slot of its own.
+    ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs[0], queue=False).then(
+        ui.friendly(tab_run.on_run), s.values + [chosen, s.scratch, out.runs, task], out.outputs, api_visibility="private",
+        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
+        show_progress_on=[out.outputs[1]])
+    ui.wire(stop_btn.click, tab_run.on_stop, None, out.outputs[0], queue=False)
     tab_strategies.wire(compare_button, compare_outputs, s.values, task)
     ui.wire(out.classify.click, tab_tasks.on_try, [task, out.run_id, out.text, out.text_b], [out.label, out.view])
     ui.wire(out.try_hub.click, tab_tasks.on_try_hub, [task, out.text, out.text_b], [out.label, out.view])
     ui.wire(task.change, tab_tasks.on_task, [task, s.model], [s.lr, s.values[5], out.text, out.text_b, out.view])
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
     ui.on_load(demo, on_lora, extras.lora, extras.lora_out)
-    ui.api(training.finetune_progress, "finetune",
-           "Fine-tune an encoder on the built-in sentiment set; streams progress, then returns the curves and "
-           "accuracies.",
-           concurrency_id="finetune", concurrency_limit=1)
+    ui.api(shared_runs.finetune_stream, "finetune",
+           "Fine-tune an encoder on the built-in sentiment set; streams the queue's place, the progress, then "
+           "returns the curves and accuracies. Identical runs are trained once and shared.",
+           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
     ui.api(predict.predict_task, "predict_task",
            "Run a model trained here (run_id) or a Hub task model (model) on new input with a task's view.")

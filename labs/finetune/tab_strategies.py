@@ -10,10 +10,11 @@ import gradio as gr
 import pandas as pd
 
 from labs import plots, ui
-from labs.finetune import compare, report, strategies, tasks
+from labs.finetune import compare, report, shared_runs, strategies, tasks
+from labs.jobs import JobGone, Queued
 from labs.finetune.training import RunResult
 
-STARTING = "Starting the four runs… If another run is in progress, these wait for it."
+STARTING = "Starting the four runs…"
 
 
 def section() -> tuple:
@@ -37,21 +38,27 @@ def rates_figure(layer_rates: list[dict], layers: int):
                            title="Layer-wise learning-rate decay: each layer's rate")
 
 
-def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay, task):
-    """The four runs, with a progress line while they train; then the table and the charts."""
+async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay, task,
+                     request: gr.Request = None):
+    """The four runs, shared with identical comparisons (labs.jobs), with the queue's place while they
+    wait and a progress line while they train; then the table and the charts."""
     data = tasks.task_data(task)
     s = strategies.check_settings(model_name, "full", lr, epochs, batch_size, n_train, seed, warmup, decay,
                                   max_train=len(data.train), task=task)
-    finished, events = [], compare.run_all(s, data)
+    finished, ticket = [], shared_runs.compare_ticket(s, data, owner=request.session_hash)
     try:
-        for event in events:
-            if isinstance(event, RunResult):
+        async for event in ticket:
+            if isinstance(event, Queued):
+                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")),
+                       *(gr.update(),) * 3)
+            elif isinstance(event, RunResult):
                 finished.append(event)
-            elif getattr(event, "step", 0) % 5 == 1:
+            elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
                 yield (ui.progress_html(event.step / event.total_steps, html.escape(
                     f"Run {len(finished) + 1} of 4 · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
-    finally:
-        events.close()
+    except JobGone:  # replaced by a newer request of this student
+        yield (ui.progress_html(None, "Replaced by your newer request."), *(gr.update(),) * 3)
+        return
     rows = [compare.row(r) for r in finished]
     records = [report.curve_record(r) | {"label": r.settings.strategy} for r in finished]
     llrd = finished[-1]
@@ -62,12 +69,13 @@ def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay,
 
 def wire(button, outputs, values: list, task) -> None:
     """values: the settings section's components (model, kind, n, targets, lr, epochs, batch, n_train, seed,
-    warmup, decay). Shares the one training slot with Fine-tune and the API."""
+    warmup, decay). The comparison is a shared job: it queues with Fine-tune's runs for the training slot."""
     model, _, _, _, *rest = values
     ui.wire(button.click, lambda: ui.progress_html(None, STARTING), None, outputs[0], queue=False).then(
         ui.friendly(on_compare), [model, *rest, task], outputs, api_visibility="private",
-        concurrency_id="finetune", concurrency_limit=1, show_progress="minimal", show_progress_on=[outputs[2]],
-        trigger_mode="always_last")
-    ui.api(compare.compare_strategies, "compare_strategies",
-           "Run feature extraction, partial and full fine-tuning and layer-wise lr decay on a task's built-in data.",
-           concurrency_id="finetune", concurrency_limit=1)
+        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
+        show_progress_on=[outputs[2]])
+    ui.api(shared_runs.compare_stream, "compare_strategies",
+           "Run feature extraction, partial and full fine-tuning and layer-wise lr decay on a task's built-in data "
+           "(shared with identical comparisons; streams the queue's place while it waits).",
+           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)

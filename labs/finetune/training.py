@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from labs import models
+from labs import batching, models
 from labs.errors import BadInput, check_bool, check_text
 from labs.finetune import forgetting, tasks
 from labs.finetune.data import Dataset, accuracy_by_domain, builtin_data, take_train
@@ -29,6 +29,7 @@ from labs.padding import pad_rows
 
 MAX_LENGTH = 64  # tokens per sentence; the built-in reviews are far shorter
 SAMPLE_SENTENCES = 6  # validation sentences shown before / after
+YIELD_TO_REQUESTS_S = 2.0  # at most this long before each step: a busy class slows a run, never stops it
 KEEP_FINISHED = 4  # fine-tuned models kept for the "classify a sentence" box, across all users
 
 
@@ -223,6 +224,8 @@ def train_epochs(model, optimizer_and_scheduler, train_set: Batcher, val_set: Ba
     for epoch in range(1, s.epochs + 1):
         model.train()
         for index in epoch_batches(len(train_set), s.batch_size, s.seed, epoch):
+            # Students' clicks (the batched passes) go first: the run waits while any is pending.
+            batching.activity.wait_for_quiet(YIELD_TO_REQUESTS_S)
             result.schedule.append(max(g["lr"] for g in optimizer.param_groups))  # the rate this step uses
             loss = model(**train_set.batch(index)).loss
             loss.backward()
@@ -323,6 +326,16 @@ def run_experiment(s: Settings, data: Dataset, compare_scratch: bool = False, st
             return
 
 
+def is_kept(run_id: str | None) -> bool:
+    """Whether the model of that run is still in memory (and, if so, it becomes the most recent: a run
+    that students keep asking for stays)."""
+    with _finished_lock:
+        if run_id in _finished:
+            _finished.move_to_end(run_id)
+            return True
+    return False
+
+
 def kept_model(run_id: str | None):
     """(model, tokenizer, labels, task) of an earlier run, or BadInput."""
     with _finished_lock:
@@ -349,14 +362,10 @@ def experiment_json(results: list[RunResult]) -> dict:
                                                      "history": scratch.history, "eval": scratch.eval}}
 
 
-def finetune_progress(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
-                      batch_size: int = 16, train_examples: int = 200, seed: int = 0,
-                      compare_scratch: bool = False, task: str = "sentiment",
-                      train_domain: str = "") -> Iterator[dict]:
-    """The `finetune` API: a whole run on the built-in data. Yields the progress after every step
-    ({"status": "running", "phase", "step", "total_steps", "loss"}), then the result's JSON. A client
-    that goes away ends the run after its current step: Gradio closes this generator. train_domain
-    (sentiment only): train on that domain's reviews alone, at most as many as it has."""
+def api_settings(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
+                 compare_scratch=False, task="sentiment", train_domain="") -> tuple[Settings, Dataset, bool]:
+    """The `finetune` API's arguments checked: the settings, the data and whether to train from scratch too.
+    train_domain (sentiment only): train on that domain's reviews alone, at most as many as it has."""
     if not train_domain:
         data = tasks.task_data(task)
     elif tasks.check_task(task) != "sentiment":
@@ -367,14 +376,31 @@ def finetune_progress(model: str, strategy: str = "full", learning_rate: float =
             train_examples = min(train_examples, len(data.train))
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                        max_train=len(data.train), task=task)
-    results, events = [], run_experiment(s, data, check_bool(compare_scratch, "compare_scratch"))
+    return s, data, check_bool(compare_scratch, "compare_scratch")
+
+
+def progress_json(event: Step) -> dict:
+    """A step as the `finetune` API streams it."""
+    return {"status": "running", "phase": event.phase, "step": event.step, "total_steps": event.total_steps,
+            "loss": event.loss}
+
+
+def finetune_progress(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
+                      batch_size: int = 16, train_examples: int = 200, seed: int = 0,
+                      compare_scratch: bool = False, task: str = "sentiment",
+                      train_domain: str = "") -> Iterator[dict]:
+    """A whole run on the built-in data, here and now (the API runs it as a shared job: labs.finetune.
+    shared_runs). Yields the progress after every step ({"status": "running", "phase", "step",
+    "total_steps", "loss"}), then the result's JSON. Closing this generator ends the run after its step."""
+    s, data, scratch = api_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
+                                    compare_scratch, task, train_domain)
+    results, events = [], run_experiment(s, data, scratch)
     try:
         for event in events:
             if isinstance(event, RunResult):
                 results.append(event)
             elif isinstance(event, Step):
-                yield {"status": "running", "phase": event.phase, "step": event.step,
-                       "total_steps": event.total_steps, "loss": event.loss}
+                yield progress_json(event)
     finally:
         events.close()
     yield experiment_json(results)

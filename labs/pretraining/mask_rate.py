@@ -16,6 +16,7 @@ import numpy as np
 
 from labs import lm, models
 from labs.errors import BadInput, check_bool, check_int, check_number, check_text
+from labs.jobs import JOBS
 from labs.pretraining import passages
 
 DEFAULT_RATES = (5, 10, 15, 20, 30, 40, 50, 80)  # percent
@@ -129,6 +130,11 @@ def curve(loaded: models.LoadedModel, text="", rates=DEFAULT_RATES, span=False, 
     if len(own) > MAX_OWN_SENTENCES:
         raise BadInput(f"Add at most {MAX_OWN_SENTENCES} sentences of your own, not {len(own)}.")
     sentences = passages.mask_rate_sentences() + own
+    return JOBS.shared("mask_rate", (loaded.name, tuple(rates), span, seeds, tuple(sentences)),
+                       lambda: _curve(loaded, sentences, rates, span, seeds))
+
+
+def _curve(loaded: models.LoadedModel, sentences: list[str], rates, span: bool, seeds: int) -> MaskRateCurve:
     copies = masked_copies(loaded, encode_sentences(loaded, sentences), rates, span, seeds)
     items = [(tuple(masked), tuple(positions)) for _, _, _, _, masked, positions in copies]
     logits = lm.submit_many(loaded, "mlm", items, [len(i) for i, _ in items])

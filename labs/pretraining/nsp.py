@@ -15,6 +15,7 @@ import numpy as np
 
 from labs import lm, models
 from labs.errors import BadInput, check_int, check_text
+from labs.jobs import JOBS
 from labs.pretraining import passages
 
 EXAMPLE_A = "To bake bread, you first mix flour, water, salt and yeast."
@@ -130,6 +131,10 @@ def accuracy(loaded: models.LoadedModel, seed=0) -> dict:
     """NSP's accuracy on the built-in passages: IsNext pairs against random sentences, and against the
     same pairs swapped (a pair counts as IsNext when P(IsNext) > 0.5)."""
     seed = check_int(seed, "The seed", 0, 2**32 - 1)
+    return JOBS.shared("nsp_accuracy", (loaded.name, seed), lambda: _accuracy(loaded, seed))
+
+
+def _accuracy(loaded: models.LoadedModel, seed: int) -> dict:
     sets = test_pairs(seed)
     probs = {kind: p_is_next_many(loaded, pairs) for kind, pairs in sets.items()}
     hits_next = [p > 0.5 for p in probs["next"]]

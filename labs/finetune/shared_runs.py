@@ -1,0 +1,96 @@
+"""Fine-tune, runs as shared jobs (labs.jobs): a fine-tune run and the strategy comparison are keyed by
+everything that determines their result (the settings, the data's content, from scratch or not), so a
+class pressing the same button trains once; different runs queue fairly for the training slots.
+
+The `finetune` and `compare_strategies` API endpoints are here: they stream {"status": "queued", "ahead",
+"eta_s"} while the job waits, then what they streamed before (the running events and the result)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from collections.abc import AsyncIterator
+
+from labs.finetune import compare, tasks, training
+from labs.finetune.data import Dataset
+from labs.finetune.strategies import Settings, check_settings
+from labs.finetune.training import RunResult, Step
+from labs.jobs import JOBS, Queued, Ticket
+
+OVERHEAD_STEPS = 12  # loading, evaluating and the forgetting probe of one run, in training steps' time
+# A first guess of a step's time (MiniLM, batch 16, 2 cores: one default run ≈ 13 s for 39 steps and the
+# overhead); replaced by the run times measured on this server as soon as a run finishes.
+SECONDS_PER_STEP = 0.25
+
+
+def _still_whole(events: list) -> bool:
+    """A kept run is served again only while the model it trained is still in memory ("try your model")."""
+    return all(training.is_kept(e.run_id) for e in events if isinstance(e, RunResult) and e.run_id)
+
+
+JOBS.kind("finetune", seconds_per_unit=SECONDS_PER_STEP, still_valid=_still_whole)
+JOBS.kind("compare", seconds_per_unit=SECONDS_PER_STEP)
+
+
+def data_key(data) -> str:
+    """The data's content as a short fingerprint: an uploaded CSV is the same job as the same CSV."""
+    fields = dataclasses.astuple(data) if dataclasses.is_dataclass(data) else repr(data)
+    return hashlib.sha256(repr(fields).encode()).hexdigest()[:24]
+
+
+def steps(s: Settings, data) -> int:
+    """The training steps of one run (the estimate's unit), plus its fixed costs."""
+    n = min(s.train_examples, len(data.train))
+    return math.ceil(n / s.batch_size) * s.epochs + OVERHEAD_STEPS
+
+
+def run_ticket(s: Settings, data: Dataset, scratch: bool, owner: str | None = None) -> Ticket:
+    """Follow the run with these settings on this data (and its from-scratch twin if asked)."""
+    return JOBS.submit("finetune", (dataclasses.astuple(s), data_key(data), scratch),
+                       lambda control: training.run_experiment(s, data, scratch, control),
+                       units=steps(s, data) * (2 if scratch else 1), owner=owner)
+
+
+def compare_ticket(s: Settings, data, owner: str | None = None) -> Ticket:
+    """Follow the four strategies' comparison with these settings on this data."""
+    return JOBS.submit("compare", (dataclasses.astuple(s), data_key(data)),
+                       lambda control: compare.run_all(s, data, control), units=4 * steps(s, data), owner=owner)
+
+
+async def finetune_stream(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
+                          batch_size: int = 16, train_examples: int = 200, seed: int = 0,
+                          compare_scratch: bool = False, task: str = "sentiment",
+                          train_domain: str = "") -> AsyncIterator[dict]:
+    """The `finetune` API: a whole run on the built-in data, shared with identical runs. Streams the
+    queue's place while it waits, the progress after every step, then the result's JSON. A client that
+    goes away leaves the run (which stops after its current step if nobody else follows it)."""
+    s, data, scratch = training.api_settings(model, strategy, learning_rate, epochs, batch_size, train_examples,
+                                             seed, compare_scratch, task, train_domain)
+    results = []
+    async for event in run_ticket(s, data, scratch):
+        if isinstance(event, Queued):
+            yield event.to_json()
+        elif isinstance(event, RunResult):
+            results.append(event)
+        elif isinstance(event, Step):
+            yield training.progress_json(event)
+    yield training.experiment_json(results)
+
+
+async def compare_stream(model: str, task: str = "sentiment", learning_rate: float = 5e-5, epochs: int = 3,
+                         batch_size: int = 16, train_examples: int = 200, seed: int = 0) -> AsyncIterator[dict]:
+    """The `compare_strategies` API: the queue's place while it waits, then {"status": "running", "run",
+    "step", "total_steps"}, then {"runs": [one row per strategy]}; shared with identical comparisons."""
+    data = tasks.task_data(task)
+    s = check_settings(model, "full", learning_rate, epochs, batch_size, train_examples, seed,
+                       max_train=len(data.train), task=task)
+    rows = []
+    async for event in compare_ticket(s, data):
+        if isinstance(event, Queued):
+            yield event.to_json()
+        elif isinstance(event, RunResult):
+            rows.append(compare.row(event))
+        elif isinstance(event, Step):
+            yield {"status": "running", "run": len(rows) + 1, "step": event.step, "total_steps": event.total_steps}
+    yield {"task": s.task, "model": s.model, "runs": rows}

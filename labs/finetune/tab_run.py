@@ -1,0 +1,112 @@
+"""Fine-tune, following a run: the handler behind the Fine-tune button follows a shared job (labs.jobs):
+the place in the queue while it waits, the live curves while it trains (one figure per point of the run,
+shared by every student who follows it), then the results; Stop leaves the run."""
+
+from __future__ import annotations
+
+import html
+from collections import OrderedDict
+
+import gradio as gr
+import pandas as pd
+
+from labs import ui
+from labs.finetune import report, shared_runs, strategies, tasks, training
+from labs.finetune.data import Dataset, builtin_data
+from labs.jobs import JOBS, JobGone, Queued
+
+SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
+RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
+                "seconds", "retrieval (forgetting)"]
+LEFT = ("You left this run. It goes on for the other students who follow it; the curves above are where it "
+        "was. Press Fine-tune to follow it again.")
+
+
+def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
+                  chosen: Dataset | None, task: str = "sentiment") -> tuple[strategies.Settings, Dataset]:
+    """The checked settings and the data they run on (None = the built-in set; other tasks: their set)."""
+    chosen = (chosen or builtin_data()) if task == "sentiment" else tasks.task_data(task)
+    # at most what the data has: an event sent before a smaller set arrived still carries the default
+    n_train = min(n_train, len(chosen.train)) if isinstance(n_train, (int, float)) else n_train
+    return strategies.check_settings(model_name, strategies.strategy_name(kind, n), lr, epochs, batch_size, n_train,
+                                     seed, warmup, decay, targets, max_train=len(chosen.train), task=task), chosen
+
+
+def sample_frame(result: training.RunResult) -> pd.DataFrame:
+    return pd.DataFrame([[x["text"], x["label"], f"{x['before']['label']} ({x['before']['prob']:.0%})",
+                          f"{x['after']['label']} ({x['after']['prob']:.0%})"] for x in result.samples],
+                        columns=SAMPLE_HEADERS)
+
+
+def runs_table(runs: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([[r["label"].split(":")[0], r["strategy"], r["lr"], r["epochs"], f"{r['trainable']:,}",
+                          f"{r['before']:.1%}", f"{r['after']:.1%}", f"{r['seconds']:.1f}", r.get("forgetting", "–")]
+                         for r in runs],
+                        columns=RUNS_HEADERS)
+
+
+async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay, chosen,
+                 with_scratch, runs, task="sentiment", request: gr.Request = None):
+    """A live run: the curves redrawn as it trains, then the results and the run history. The run is shared
+    with every student who asked for the same one (labs.jobs); while it waits, the place in the queue.
+    Stop (or a closed page) leaves it: it stops after the current step if nobody else follows it."""
+    s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
+                              chosen, task)
+    ticket = shared_runs.run_ticket(s, chosen or builtin_data(), bool(with_scratch), owner=request.session_hash)
+    live = report.LiveRun(2 if with_scratch else 1)
+    live.task_metric = tasks.METRIC[s.task]
+    keep = (*(gr.update(),) * 4, runs, *(gr.update(),) * 3)
+    try:
+        async for event in ticket:
+            if isinstance(event, Queued):
+                yield (ui.progress_html(None, queued_words(event, ticket)), *keep)
+            elif live.add(event) and not ticket.behind:
+                yield (ui.progress_html(*live.progress(shared_words(ticket))), live_figure(ticket, live),
+                       *keep[1:])
+    except JobGone:  # Stop while others follow the run, or a newer request replaced this one
+        yield (ui.progress_html(None, LEFT), *keep)
+        return
+    runs = report.with_history(runs, live)
+    history = report.curves_figure(runs, "Your last runs", report.runs_metric(runs))
+    yield (stopped() if live.finished[0].stopped else ui.DONE, live.final_figure(), live.summary(),
+           sample_frame(live.finished[0]), live.finished[0].run_id, runs, history, runs_table(runs),
+           training.experiment_json(live.finished))
+
+
+def queued_words(place: Queued, ticket) -> str:
+    """The waiting line: the place in the queue and the estimate (escaped HTML)."""
+    replaced = " Your earlier waiting run was replaced by this one." if ticket.replaced else ""
+    return html.escape(f"Waiting for the training slot: {place.words()}. Stop leaves the queue.{replaced}")
+
+
+def shared_words(ticket) -> str:
+    """Who else follows this run: a class pressing the same button trains once."""
+    others = len(ticket.job.followers) - 1
+    if ticket.from_store:
+        return "the same run was trained a moment ago; here is its result"
+    return f"shared with {others} other student{'s' if others != 1 else ''}" if others > 0 else ""
+
+
+_figures: OrderedDict = OrderedDict()  # (job, events seen) -> the live figure: followers at one point share it
+
+
+def live_figure(ticket, live: report.LiveRun):
+    key = (id(ticket.job), ticket.cursor)
+    figure = _figures.get(key)
+    if figure is None:
+        figure = _figures[key] = live.live_figure()
+        while len(_figures) > 16:
+            _figures.popitem(last=False)
+    return figure
+
+
+def stopped() -> str:
+    return ui.progress_html(1, "Stopped.")
+
+
+def on_stop(request: gr.Request) -> str:
+    """Stop: a run this student alone follows stops after the current step; a shared one goes on for the
+    others (this student leaves it, keeping the curves so far); a waiting one leaves the queue."""
+    outcome = JOBS.stop_owner(request.session_hash)
+    return ui.progress_html(None, "Stopping after the current step…" if outcome == "stopping" else
+                            LEFT if outcome == "left" else "Nothing is running for you.")

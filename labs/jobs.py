@@ -1,0 +1,422 @@
+"""Long jobs, beside the batched passes: a fine-tune run, the strategy comparison, a curve.
+
+A job is a pure function of its settings (the seed is one of them), so it is keyed by everything that
+determines its result, and:
+- identical jobs run once: a student who asks while it runs *joins* it and sees the same live progress
+  (every event so far, then each new one); one who asks after it finished gets the kept result at once
+  (a bounded store; events and results are shared read-only);
+- different jobs wait in one first-come, first-served queue for a fixed number of slots (one on a
+  2-core server; LAB_JOB_SLOTS on a bigger machine or a GPU). While waiting, a follower is told its
+  place and an estimate from the run times measured so far (`Queued`);
+- a student (a browser session, or an API client's session) has at most one job waiting: asking again
+  replaces it. Leaving (Stop, a closed page) detaches that student only; a waiting job nobody follows
+  leaves the queue at once, a running one stops after its current step.
+
+A job's work is a generator of events, `work(control)`; `control` is a threading.Event that is set when
+nobody follows the job any more (the work stops at its next step). `shared()` is the short form for a
+job that is a single call built on the batched passes (a curve): deduplicated and kept, never queued
+behind a fine-tune (its passes already share the CPU with everyone else's requests).
+
+No gradio here: the labs' handlers and API functions follow a `Ticket` (for ... in / async for ...)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import math
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+STORE_SIZE = 64  # finished jobs kept (their events: a run's steps and results, a few KB each)
+QUEUE_REFRESH_S = 5.0  # a waiting follower's estimate is refreshed at least this often
+# The student a job is asked for: set by the Gradio side (the session), read when a job is submitted.
+owner_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("lab_job_owner", default=None)
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A waiting job's place: `ahead` jobs run or wait before it; it should start in about `eta_s` s."""
+    ahead: int
+    eta_s: float
+
+    def words(self) -> str:
+        runs = "run" if self.ahead == 1 else "runs"
+        return f"{self.ahead} {runs} ahead of yours, about {format_seconds(self.eta_s)}"
+
+    def to_json(self) -> dict:
+        return {"status": "queued", "ahead": self.ahead, "eta_s": round(self.eta_s, 1)}
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = max(1, round(seconds))
+    return f"{seconds} s" if seconds < 90 else f"{math.ceil(seconds / 60)} min"
+
+
+class JobGone(Exception):
+    """This follower left the job (Stop, or asked for another job while this one waited)."""
+
+
+class Job:
+    WAITING, RUNNING, DONE, FAILED, STOPPED, CANCELLED = "waiting", "running", "done", "failed", "stopped", "cancelled"
+
+    def __init__(self, kind: str, key, work: Callable, units: float):
+        self.kind, self.key, self.work, self.units = kind, key, work, units
+        self.state = Job.WAITING
+        self.events: list = []
+        self.error: BaseException | None = None
+        self.control = threading.Event()  # set: nobody follows any more, stop after the current step
+        self.followers: set[Ticket] = set()
+        self.started = self.finished = None
+        self.asked = time.monotonic()
+
+    @property
+    def over(self) -> bool:
+        return self.state in (Job.DONE, Job.FAILED, Job.STOPPED, Job.CANCELLED)
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started is None else (self.finished or time.monotonic()) - self.started
+
+
+class Ticket:
+    """One student following one job. Iterate it (sync or async) for `Queued` places while the job
+    waits, then the job's events from its first; it ends after the last event, raises the job's error,
+    or raises JobGone if the student left."""
+
+    def __init__(self, jobs: "Jobs", job: Job, owner: str | None, joined: bool, from_store: bool):
+        self.jobs, self.job, self.owner = jobs, job, owner
+        self.joined, self.from_store = joined, from_store  # joined a job in flight / got a kept result
+        self.replaced = False  # this request replaced the same student's earlier waiting job
+        self.left = False
+        self.cursor = 0
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    @property
+    def behind(self) -> bool:
+        """More events are already there: the follower is catching up (no need to draw each one)."""
+        return self.cursor < len(self.job.events)
+
+    def leave(self) -> None:
+        """This student stops following (Stop, a closed page, a newer request). Idempotent."""
+        self.jobs._leave(self)
+
+    def _wake(self) -> None:
+        for loop, event in list(self._waiters):
+            loop.call_soon_threadsafe(event.set)
+
+    def _next(self, last_place: Queued | None):
+        """Under the lock: ("event", e) / ("place", Queued) / ("end", None) / ("wait", None)."""
+        job = self.job
+        if self.left:
+            raise JobGone()
+        if self.cursor < len(job.events):
+            self.cursor += 1
+            return "event", job.events[self.cursor - 1]
+        if job.over:
+            if job.error is not None:
+                raise job.error
+            return "end", None
+        if job.state == Job.WAITING:
+            place = self.jobs._place(job)
+            if last_place is None or place.ahead != last_place.ahead or abs(place.eta_s - last_place.eta_s) >= 2:
+                return "place", place
+        return "wait", None
+
+    def __iter__(self) -> Iterator:
+        last = None
+        try:
+            while True:
+                with self.jobs._changed:
+                    what, value = self._next(last)
+                    if what == "wait":
+                        self.jobs._changed.wait(QUEUE_REFRESH_S)
+                        continue
+                if what == "end":
+                    return
+                if what == "place":
+                    last = value
+                yield value
+        finally:
+            self.leave()
+
+    async def __aiter__(self):
+        loop, event = asyncio.get_running_loop(), asyncio.Event()
+        with self.jobs._changed:
+            self._waiters.append((loop, event))
+        last = None
+        try:
+            while True:
+                with self.jobs._changed:
+                    event.clear()
+                    what, value = self._next(last)
+                if what == "wait":
+                    try:
+                        await asyncio.wait_for(event.wait(), QUEUE_REFRESH_S)
+                    except asyncio.TimeoutError:
+                        pass
+                    continue
+                if what == "end":
+                    return
+                if what == "place":
+                    last = value
+                yield value
+        finally:  # a closed page cancels this generator: the student leaves the job
+            self.leave()
+
+
+class Jobs:
+    def __init__(self, slots: int = 1, store_size: int = STORE_SIZE):
+        self.slots, self.store_size = max(1, slots), store_size
+        self._changed = threading.Condition()  # guards everything below; notified on every change
+        self._queue: deque[Job] = deque()
+        self._running: list[Job] = []
+        self._ready: deque[Job] = deque()  # running, not yet picked up by a slot's thread
+        self._in_flight: dict[Any, Job] = {}  # waiting or running, and joinable
+        self._store: OrderedDict[Any, Job] = OrderedDict()
+        self._valid: dict[str, Callable] = {}  # per kind: is a kept result still usable? (its model kept)
+        self._rate: dict[str, float] = {}  # per kind: measured seconds per unit of work
+        self._workers = 0
+        self._shared: dict[Any, Future] = {}
+        self.stats = {"runs": 0, "joined": 0, "from_store": 0, "replaced": 0, "cancelled": 0}
+
+    # ------------------------------------------------------------------ asking for a job
+
+    def kind(self, kind: str, *, seconds_per_unit: float, still_valid: Callable | None = None) -> None:
+        """Declare a kind of job: a first estimate of its speed (replaced by measured runs) and, if its
+        results hold something that can be freed (a trained model), how to tell they are still whole."""
+        self._rate.setdefault(kind, seconds_per_unit)
+        if still_valid is not None:
+            self._valid[kind] = still_valid
+
+    def submit(self, kind: str, key, work: Callable[[threading.Event], Iterator], units: float = 1.0,
+               owner: str | None = None) -> Ticket:
+        """Follow the job `key`: the kept result, the identical job in flight, or a new job at the back
+        of the queue. `owner` (default: the session in owner_var) has at most one waiting job: an earlier
+        one is replaced (ticket.replaced says so)."""
+        owner = owner if owner is not None else owner_var.get()
+        key = (kind, key)
+        with self._changed:
+            kept = self._store.get(key)
+            if kept is not None and self._valid.get(kind, lambda events: True)(kept.events):
+                self._store.move_to_end(key)
+                self.stats["from_store"] += 1
+                return self._follow(kept, owner, joined=False, from_store=True)
+            job = self._in_flight.get(key)
+            joined = job is not None
+            if job is None:
+                job = self._in_flight[key] = Job(kind, key, work, units)
+                self._queue.append(job)
+                self._dispatch()
+            else:
+                self.stats["joined"] += 1
+            ticket = self._follow(job, owner, joined=joined, from_store=False)
+            if owner is not None:  # one waiting job per student: the newest request replaces the others
+                for other in [t for j in self._queue for t in j.followers if t.owner == owner and t is not ticket]:
+                    ticket.replaced = True
+                    self.stats["replaced"] += 1
+                    self._leave_locked(other)
+            self._changed.notify_all()
+            return ticket
+
+    def _follow(self, job: Job, owner, joined: bool, from_store: bool) -> Ticket:
+        ticket = Ticket(self, job, owner, joined, from_store)
+        if not job.over:
+            job.followers.add(ticket)
+        return ticket
+
+    def stop_owner(self, owner: str) -> str | None:
+        """Stop for this student: a job they alone follow and that runs stops after its current step (they
+        follow it to its end and see where it got to); any other job of theirs just loses them (a
+        waiting one nobody else waits for leaves the queue). Returns "stopping", "left" or None."""
+        with self._changed:
+            tickets = [t for j in list(self._queue) + self._running for t in j.followers if t.owner == owner]
+            outcome = None
+            for ticket in tickets:
+                job = ticket.job
+                if job.state == Job.RUNNING and job.followers == {ticket}:
+                    job.control.set()
+                    if self._in_flight.get(job.key) is job:
+                        del self._in_flight[job.key]
+                    outcome = "stopping"
+                else:
+                    self._leave_locked(ticket)
+                    outcome = outcome or "left"
+            return outcome
+
+    def _leave(self, ticket: Ticket) -> None:
+        with self._changed:
+            self._leave_locked(ticket)
+
+    def _leave_locked(self, ticket: Ticket) -> None:
+        if ticket.left:
+            return
+        ticket.left = True
+        job = ticket.job
+        job.followers.discard(ticket)
+        ticket._wake()
+        if job.followers or job.over:
+            return
+        if job.state == Job.WAITING:  # nobody waits for it: it leaves the queue, its slot is never taken
+            self._queue.remove(job)
+            job.state, job.finished = Job.CANCELLED, time.monotonic()
+            self.stats["cancelled"] += 1
+        else:  # running, nobody follows: it stops after its current step, and is not kept
+            job.control.set()
+        if self._in_flight.get(job.key) is job:  # a new identical request starts afresh
+            del self._in_flight[job.key]
+        self._changed.notify_all()
+        self._wake_waiting()
+
+    # ------------------------------------------------------------------ the queue
+
+    def _place(self, job: Job) -> Queued:
+        """Under the lock: the jobs before this one and when it should start (the slots free up as the
+        running jobs' measured estimates say; each job ahead then takes the first free slot)."""
+        free_at = sorted(max(1.0, self._estimate(j) - j.elapsed()) for j in self._running)
+        free_at += [0.0] * (self.slots - len(free_at))
+        ahead = len(self._running)
+        for other in self._queue:
+            if other is job:
+                break
+            ahead += 1
+            soonest = free_at.pop(0)
+            free_at = sorted(free_at + [soonest + self._estimate(other)])
+        return Queued(ahead, free_at[0])
+
+    def _estimate(self, job: Job) -> float:
+        return self._rate.get(job.kind, 10.0) * job.units
+
+    def _dispatch(self) -> None:
+        """Under the lock: the first waiting jobs take the free slots (at once, so that a job is "waiting"
+        only while every slot is busy)."""
+        while self._queue and len(self._running) < self.slots:
+            job = self._queue.popleft()
+            job.state, job.started = Job.RUNNING, time.monotonic()
+            self._running.append(job)
+            self._ready.append(job)
+            self.stats["runs"] += 1
+            if self._workers < self.slots:
+                self._workers += 1
+                threading.Thread(target=self._work, name=f"job slot {self._workers}", daemon=True).start()
+            self._wake_waiting()
+        self._changed.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while not self._ready:
+                    self._changed.wait()
+                job = self._ready.popleft()
+            self._run(job)
+
+    def _run(self, job: Job) -> None:
+        error = None
+        try:
+            for event in job.work(job.control):
+                with self._changed:
+                    job.events.append(event)
+                    self._changed.notify_all()
+                for ticket in list(job.followers):
+                    ticket._wake()
+        except Exception as exc:  # the job's own failure reaches each follower
+            error = exc
+            log.info("job %s failed: %s", job.kind, exc)
+        with self._changed:
+            job.finished = time.monotonic()
+            self._running.remove(job)
+            job.error = error
+            job.state = Job.FAILED if error else Job.STOPPED if job.control.is_set() else Job.DONE
+            if self._in_flight.get(job.key) is job:
+                del self._in_flight[job.key]
+            if job.state == Job.DONE:
+                self._store[job.key] = job
+                while len(self._store) > self.store_size:
+                    self._store.popitem(last=False)
+                measured = job.elapsed() / max(job.units, 1e-9)  # the estimate follows the measured runs
+                self._rate[job.kind] = 0.5 * self._rate.get(job.kind, measured) + 0.5 * measured
+            followers, job.followers = list(job.followers), set()
+            self._dispatch()
+        for ticket in followers:
+            ticket._wake()
+        self._wake_waiting()
+
+    def _wake_waiting(self) -> None:
+        """Waiting followers recompute their place (a job started, finished or left the queue)."""
+        for job in list(self._queue) + list(self._running):
+            for ticket in list(job.followers):
+                ticket._wake()
+
+    # ------------------------------------------------------------------ one call, shared
+
+    def shared(self, kind: str, key, compute: Callable[[], Any]):
+        """compute() once for identical requests: the kept result, the one in flight, or computed here
+        (in the caller's thread: a curve made of batched passes is never queued behind a fine-tune)."""
+        key = (kind, key)
+        with self._changed:
+            kept = self._store.get(key)
+            if kept is not None:
+                self._store.move_to_end(key)
+                self.stats["from_store"] += 1
+                return kept.events[-1]
+            future = self._shared.get(key)
+            mine = future is None
+            if mine:
+                future = self._shared[key] = Future()
+            else:
+                self.stats["joined"] += 1
+        if not mine:
+            return future.result()
+        try:
+            result = compute()
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        else:
+            future.set_result(result)
+            job = Job(kind, key, None, 1)
+            job.events, job.state = [result], Job.DONE
+            with self._changed:
+                self._store[key] = job
+                while len(self._store) > self.store_size:
+                    self._store.popitem(last=False)
+                self.stats["runs"] += 1
+            return result
+        finally:
+            with self._changed:
+                self._shared.pop(key, None)
+
+    # ------------------------------------------------------------------ for tests and the status line
+
+    def waiting(self) -> int:
+        with self._changed:
+            return len(self._queue)
+
+    def running(self) -> int:
+        with self._changed:
+            return len(self._running)
+
+    def clear(self) -> None:
+        """Forget every kept result (tests)."""
+        with self._changed:
+            self._store.clear()
+
+
+def slots_from_env() -> int:
+    """LAB_JOB_SLOTS: how many jobs run at once (1 on a 2-core server: two runs would share the cores and
+    each take twice as long; more on a machine with more cores or a GPU)."""
+    try:
+        return max(1, int(os.environ.get("LAB_JOB_SLOTS", "1")))
+    except ValueError:
+        log.warning("LAB_JOB_SLOTS must be a whole number; using 1")
+        return 1
+
+
+JOBS = Jobs(slots_from_env())

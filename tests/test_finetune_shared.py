@@ -1,0 +1,128 @@
+"""Fine-tune runs as shared jobs: a run followed by several students, joined late, or served from the store
+equals the same run trained alone (metrics, curves and the trained model's predictions); the API streams
+the queue's place; the tab shows it; Stop leaves a shared run without stopping it for the others."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import SimpleNamespace
+
+import pytest
+from gradio_client import Client
+
+from labs.finetune import data as datasets
+from labs.finetune import shared_runs, strategies, training
+from labs.finetune import tab_run as finetune_tab
+from labs.jobs import JOBS, Queued
+
+
+def settings(tiny_models, seed: int, epochs: int = 1, lr: float = 1e-3):
+    return strategies.check_settings(tiny_models["masked"], "full", lr, epochs, 8, 32, seed)
+
+
+def comparable(result: dict) -> dict:
+    """A run's JSON without what differs between two trainings of the same run (its id and timing)."""
+    return {k: v for k, v in result.items() if k not in ("run_id", "seconds")}
+
+
+def follow_in_threads(ticket_factory, n: int) -> list[list]:
+    seen = [[] for _ in range(n)]
+    tickets = [ticket_factory() for _ in range(n)]
+    threads = [threading.Thread(target=lambda t=t, s=s: s.extend(t)) for t, s in zip(tickets, seen)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    return seen
+
+
+def test_a_shared_run_equals_the_same_run_trained_alone(tiny_models):
+    s, data = settings(tiny_models, seed=101), datasets.builtin_data()
+    runs_before = JOBS.stats["runs"]
+    seen = follow_in_threads(lambda: shared_runs.run_ticket(s, data, True), 3)
+    assert JOBS.stats["runs"] == runs_before + 1  # three students, one run
+    shared = [[e for e in events if not isinstance(e, Queued)] for events in seen]
+    assert shared[0] == shared[1] == shared[2]
+    alone = list(training.run_experiment(s, data, True))
+    shared_results = [e for e in shared[0] if isinstance(e, training.RunResult)]
+    alone_results = [e for e in alone if isinstance(e, training.RunResult)]
+    assert comparable(training.experiment_json(shared_results)) == comparable(training.experiment_json(alone_results))
+    # The trained models answer alike: the shared one (every follower's run_id) and the one trained alone.
+    sentence = "A dreadful, boring film."
+    assert training.classify(shared_results[0].run_id, sentence) == pytest.approx(
+        training.classify(alone_results[0].run_id, sentence), abs=1e-6)
+    # Asked again after it finished: the kept result at once, no training.
+    later = shared_runs.run_ticket(s, data, True)
+    assert later.from_store and list(later) == shared[0] and JOBS.stats["runs"] == runs_before + 1
+
+
+def test_a_kept_run_whose_model_was_freed_trains_again(tiny_models, monkeypatch):
+    s, data = settings(tiny_models, seed=102), datasets.builtin_data()
+    first = list(shared_runs.run_ticket(s, data, False))
+    monkeypatch.setattr(training, "is_kept", lambda run_id: False)  # pushed out by other students' runs
+    again = shared_runs.run_ticket(s, data, False)
+    assert not again.from_store
+    losses = lambda events: [e.loss for e in events if isinstance(e, training.Step)]  # noqa: E731
+    assert losses(again) == losses(first)  # trained again, the same run
+
+
+def test_stop_on_a_shared_run_leaves_it_for_the_others(tiny_models):
+    s, data = settings(tiny_models, seed=103, epochs=3), datasets.builtin_data()
+    mine, theirs = (shared_runs.run_ticket(s, data, False, owner=o) for o in ("me", "them"))
+    first_step = threading.Event()
+    their_events: list = []
+
+    def follow():
+        for event in theirs:
+            their_events.append(event)
+            first_step.set()
+    thread = threading.Thread(target=follow)
+    thread.start()
+    assert first_step.wait(120)
+    assert finetune_tab.on_stop(SimpleNamespace(session_hash="me")).count(finetune_tab.LEFT[:20]) == 1
+    thread.join(300)
+    result = their_events[-1]
+    assert isinstance(result, training.RunResult) and not result.stopped and len(result.eval) == 3
+    assert mine.left
+
+
+def test_the_tab_shows_the_place_in_the_queue(tiny_models):
+    blocker, data = settings(tiny_models, seed=104, epochs=3), datasets.builtin_data()
+    running = shared_runs.run_ticket(blocker, data, False, owner="someone else")
+    follower = threading.Thread(target=lambda: list(running))
+    follower.start()
+    values = (tiny_models["masked"], "full", 4, "query, value", 1e-3, 1, 8, 32, 105, 0.1, 0.01, None, False, [])
+
+    async def first_two_outputs():
+        handler = finetune_tab.on_run(*values, request=SimpleNamespace(session_hash="student"))
+        outputs = [await handler.__anext__()]
+        await handler.aclose()  # the page closes: the waiting job leaves the queue
+        return outputs
+
+    (progress, *_), = asyncio.run(first_two_outputs())
+    assert "1 run ahead of yours, about" in progress and "Stop leaves the queue" in progress
+    follower.join(300)
+    assert JOBS.waiting() == 0
+
+
+@pytest.fixture
+def clients(app_server):
+    """Three students: each gradio_client Client is its own session."""
+    return [Client(app_server["url"], verbose=False) for _ in range(3)]
+
+
+def test_the_api_streams_the_place_then_the_run_and_identical_calls_share_it(clients, tiny_models):
+    m = tiny_models["masked"]
+    first = clients[0].submit(m, "full", 1e-3, 3, 8, 32, 106, False, api_name="/finetune")
+    while not any(o.get("status") == "running" for o in first.outputs()):
+        first.status()  # wait for a state, not a time: the first run has trained a step
+    same = [c.submit(m, "head_only", 1e-3, 1, 8, 32, 107, False, api_name="/finetune") for c in clients[1:]]
+    results = [job.result(timeout=300) for job in same]
+    assert results[0]["run_id"] == results[1]["run_id"]  # one run for both students
+    assert results[0]["history"] == results[1]["history"]
+    outputs = same[0].outputs()
+    assert outputs[0]["status"] == "queued" and outputs[0]["ahead"] == 1 and outputs[0]["eta_s"] > 0
+    statuses = [o.get("status") for o in outputs[:-1]]
+    assert statuses.index("running") > statuses.index("queued")
+    assert first.result(timeout=300)["run_id"] != results[0]["run_id"]
