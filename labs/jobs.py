@@ -95,6 +95,7 @@ class Ticket:
         self.jobs, self.job, self.owner = jobs, job, owner
         self.joined, self.from_store = joined, from_store  # joined a job in flight / got a kept result
         self.replaced = False  # this request replaced the same student's earlier waiting job
+        self.replaced_by: str | None = None  # left because the student asked for another job (of this kind)
         self.left = False
         self.cursor = 0
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -197,10 +198,11 @@ class Jobs:
             self._valid[kind] = still_valid
 
     def submit(self, kind: str, key, work: Callable[[threading.Event], Iterator], units: float = 1.0,
-               owner: str | None = None) -> Ticket:
+               owner: str | None = None, replace_running: bool = False) -> Ticket:
         """Follow the job `key`: the kept result, the identical job in flight, or a new job at the back
         of the queue. `owner` (default: the session in owner_var) has at most one waiting job: an earlier
-        one is replaced (ticket.replaced says so)."""
+        one is replaced (ticket.replaced says so). replace_running (a page, which shows one run of a kind
+        at a time): the owner also leaves the running jobs of this kind it followed."""
         owner = owner if owner is not None else owner_var.get()
         key = (kind, key)
         with self._changed:
@@ -219,8 +221,11 @@ class Jobs:
                 self.stats["joined"] += 1
             ticket = self._follow(job, owner, joined=joined, from_store=False)
             if owner is not None:  # one waiting job per student: the newest request replaces the others
-                for other in [t for j in self._queue for t in j.followers if t.owner == owner and t is not ticket]:
-                    ticket.replaced = True
+                running = [j for j in self._running if j.kind == kind] if replace_running else []
+                for other in [t for j in list(self._queue) + running for t in j.followers if t.owner == owner
+                              and t is not ticket and (replace_running or t.job is not job)]:
+                    ticket.replaced = ticket.replaced or (other.job.state == Job.WAITING and other.job is not job)
+                    other.replaced_by = kind
                     self.stats["replaced"] += 1
                     self._leave_locked(other)
             self._changed.notify_all()

@@ -252,3 +252,20 @@ def test_shared_calls_compute_once_and_keep_the_result():
     assert jobs.shared("curve", ("m", 1), compute) == {"value": 42} and len(calls) == 1
     with pytest.raises(ZeroDivisionError):
         jobs.shared("curve", ("m", 2), lambda: 1 / 0)
+
+
+def test_a_page_pressing_again_follows_the_new_run_and_the_same_settings_keep_theirs():
+    jobs = Jobs(1)
+    first, second = Gate(5), Gate(1)
+    old = jobs.submit("k", "a", first, owner="ann", replace_running=True)
+    first.started.wait(5)
+    same = jobs.submit("k", "a", first, owner="ann", replace_running=True)  # the same settings: still one run
+    assert same.job is old.job and old.left and not same.left and not old.job.control.is_set()
+    new = jobs.submit("k", "b", second, owner="ann", replace_running=True)
+    assert same.replaced_by == "k" and not new.replaced  # the run it left was running, not waiting
+    first.open()  # nobody follows "a" any more: it stops after its current step and frees the slot
+    second.open()
+    assert events(list(new)) == [0]
+    assert first.stopped_at is not None and first.runs == 1
+    api = jobs.submit("k", "c", Gate(1), owner="ann")  # an API client (no replace_running) keeps its running job
+    assert not api.replaced

@@ -45,17 +45,19 @@ def steps(s: Settings, data) -> int:
     return math.ceil(n / s.batch_size) * s.epochs + OVERHEAD_STEPS
 
 
-def run_ticket(s: Settings, data: Dataset, scratch: bool, owner: str | None = None) -> Ticket:
-    """Follow the run with these settings on this data (and its from-scratch twin if asked)."""
+def run_ticket(s: Settings, data: Dataset, scratch: bool, owner: str | None = None, page: bool = False) -> Ticket:
+    """Follow the run with these settings on this data (and its from-scratch twin if asked). page: a tab
+    follows one run at a time, so its earlier run is left (it goes on if others follow it)."""
     return JOBS.submit("finetune", (dataclasses.astuple(s), data_key(data), scratch),
                        lambda control: training.run_experiment(s, data, scratch, control),
-                       units=steps(s, data) * (2 if scratch else 1), owner=owner)
+                       units=steps(s, data) * (2 if scratch else 1), owner=owner, replace_running=page)
 
 
-def compare_ticket(s: Settings, data, owner: str | None = None) -> Ticket:
+def compare_ticket(s: Settings, data, owner: str | None = None, page: bool = False) -> Ticket:
     """Follow the four strategies' comparison with these settings on this data."""
     return JOBS.submit("compare", (dataclasses.astuple(s), data_key(data)),
-                       lambda control: compare.run_all(s, data, control), units=4 * steps(s, data), owner=owner)
+                       lambda control: compare.run_all(s, data, control), units=4 * steps(s, data), owner=owner,
+                       replace_running=page)
 
 
 async def finetune_stream(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,

@@ -217,10 +217,12 @@ def build(demo: gr.Blocks) -> None:
     ui.on_load(demo, on_code, s.values + [chosen], extras.code)
     # Runs are shared jobs (labs.jobs): identical ones train once, the others queue for the training slot
     # and the tab shows the place. The handler only follows its job, so it needs no slot of its own.
-    ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs[0], queue=False).then(
+    # Pressing again replaces this page's run (one waiting run per student): every press goes through.
+    ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs[0], queue=False,
+            trigger_mode="multiple").then(
         ui.friendly(tab_run.on_run), s.values + [chosen, s.scratch, out.runs, task], out.outputs, api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
-        show_progress_on=[out.outputs[1]])
+        show_progress_on=[out.outputs[1]], trigger_mode="multiple")
     ui.wire(stop_btn.click, tab_run.on_stop, None, out.outputs[0], queue=False)
     tab_strategies.wire(compare_button, compare_outputs, s.values, task)
     ui.wire(out.classify.click, tab_tasks.on_try, [task, out.run_id, out.text, out.text_b], [out.label, out.view])

@@ -4,7 +4,9 @@ shared by every student who follows it), then the results; Stop leaves the run."
 
 from __future__ import annotations
 
+import asyncio
 import html
+import threading
 from collections import OrderedDict
 
 import gradio as gr
@@ -18,6 +20,7 @@ from labs.jobs import JOBS, JobGone, Queued
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
 RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
                 "seconds", "retrieval (forgetting)"]
+REPLACED = "Replaced by your newer request: one waiting run per student."
 LEFT = ("You left this run. It goes on for the other students who follow it; the curves above are where it "
         "was. Press Fine-tune to follow it again.")
 
@@ -52,7 +55,8 @@ async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, 
     Stop (or a closed page) leaves it: it stops after the current step if nobody else follows it."""
     s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
                               chosen, task)
-    ticket = shared_runs.run_ticket(s, chosen or builtin_data(), bool(with_scratch), owner=request.session_hash)
+    ticket = shared_runs.run_ticket(s, chosen or builtin_data(), bool(with_scratch), owner=request.session_hash,
+                                    page=True)
     live = report.LiveRun(2 if with_scratch else 1)
     live.task_metric = tasks.METRIC[s.task]
     keep = (*(gr.update(),) * 4, runs, *(gr.update(),) * 3)
@@ -64,13 +68,33 @@ async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, 
                 yield (ui.progress_html(*live.progress(shared_words(ticket))), live_figure(ticket, live),
                        *keep[1:])
     except JobGone:  # Stop while others follow the run, or a newer request replaced this one
-        yield (ui.progress_html(None, LEFT), *keep)
+        if ticket.replaced_by == "finetune":  # this page's newer run has the outputs now
+            yield (gr.skip(),) * 9
+        else:
+            yield (ui.progress_html(None, REPLACED if ticket.replaced_by else LEFT), *keep)
         return
+    # The run's own views are the same for every follower: built once (in a thread: the page's other
+    # events go on meanwhile); the history is this student's.
+    shown = await asyncio.to_thread(run_views, ticket, live)
     runs = report.with_history(runs, live)
     history = report.curves_figure(runs, "Your last runs", report.runs_metric(runs))
-    yield (stopped() if live.finished[0].stopped else ui.DONE, live.final_figure(), live.summary(),
-           sample_frame(live.finished[0]), live.finished[0].run_id, runs, history, runs_table(runs),
-           training.experiment_json(live.finished))
+    yield (shown[0], shown[1], shown[2], shown[3], live.finished[0].run_id, runs, history, runs_table(runs), shown[4])
+
+
+_views: OrderedDict = OrderedDict()  # job -> its finished views (progress line, figure, summary, samples, JSON)
+_views_lock = threading.Lock()
+
+
+def run_views(ticket, live: report.LiveRun) -> tuple:
+    with _views_lock:  # built by the first follower; the others wait for it and share it
+        views = _views.get(ticket.job)
+        if views is None:
+            main = live.finished[0]
+            views = _views[ticket.job] = (stopped() if main.stopped else ui.DONE, live.final_figure(),
+                                          live.summary(), sample_frame(main), training.experiment_json(live.finished))
+            while len(_views) > 16:
+                _views.popitem(last=False)
+        return views
 
 
 def queued_words(place: Queued, ticket) -> str:
@@ -91,7 +115,7 @@ _figures: OrderedDict = OrderedDict()  # (job, events seen) -> the live figure: 
 
 
 def live_figure(ticket, live: report.LiveRun):
-    key = (id(ticket.job), ticket.cursor)
+    key = (ticket.job, ticket.cursor)
     figure = _figures.get(key)
     if figure is None:
         figure = _figures[key] = live.live_figure()

@@ -45,7 +45,7 @@ async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, 
     data = tasks.task_data(task)
     s = strategies.check_settings(model_name, "full", lr, epochs, batch_size, n_train, seed, warmup, decay,
                                   max_train=len(data.train), task=task)
-    finished, ticket = [], shared_runs.compare_ticket(s, data, owner=request.session_hash)
+    finished, ticket = [], shared_runs.compare_ticket(s, data, owner=request.session_hash, page=True)
     try:
         async for event in ticket:
             if isinstance(event, Queued):
@@ -56,8 +56,12 @@ async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, 
             elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
                 yield (ui.progress_html(event.step / event.total_steps, html.escape(
                     f"Run {len(finished) + 1} of 4 · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
-    except JobGone:  # replaced by a newer request of this student
-        yield (ui.progress_html(None, "Replaced by your newer request."), *(gr.update(),) * 3)
+    except JobGone:  # Stop, or a newer request of this student
+        if ticket.replaced_by == "compare":  # this page's newer comparison has the outputs now
+            yield (gr.skip(),) * 4
+        else:
+            yield (ui.progress_html(None, "Replaced by your newer request: one waiting run per student." if
+                                    ticket.replaced_by else "You left the comparison (Stop)."), *(gr.update(),) * 3)
         return
     rows = [compare.row(r) for r in finished]
     records = [report.curve_record(r) | {"label": r.settings.strategy} for r in finished]
@@ -71,10 +75,11 @@ def wire(button, outputs, values: list, task) -> None:
     """values: the settings section's components (model, kind, n, targets, lr, epochs, batch, n_train, seed,
     warmup, decay). The comparison is a shared job: it queues with Fine-tune's runs for the training slot."""
     model, _, _, _, *rest = values
-    ui.wire(button.click, lambda: ui.progress_html(None, STARTING), None, outputs[0], queue=False).then(
+    ui.wire(button.click, lambda: ui.progress_html(None, STARTING), None, outputs[0], queue=False,
+            trigger_mode="multiple").then(
         ui.friendly(on_compare), [model, *rest, task], outputs, api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
-        show_progress_on=[outputs[2]])
+        show_progress_on=[outputs[2]], trigger_mode="multiple")
     ui.api(shared_runs.compare_stream, "compare_strategies",
            "Run feature extraction, partial and full fine-tuning and layer-wise lr decay on a task's built-in data "
            "(shared with identical comparisons; streams the queue's place while it waits).",
