@@ -34,6 +34,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from labs.errors import LabError
+
 log = logging.getLogger(__name__)
 
 STORE_SIZE = 64  # finished jobs kept (their events: a run's steps and results, a few KB each)
@@ -61,8 +63,12 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds} s" if seconds < 90 else f"{math.ceil(seconds / 60)} min"
 
 
-class JobGone(Exception):
+class JobGone(LabError):
     """This follower left the job (Stop, or asked for another job while this one waited)."""
+
+
+REPLACED = "Replaced by your newer request: one waiting job per student. Wait for a result before asking again."
+LEFT = "You left this job (Stop)."
 
 
 class Job:
@@ -117,7 +123,7 @@ class Ticket:
         """Under the lock: ("event", e) / ("place", Queued) / ("end", None) / ("wait", None)."""
         job = self.job
         if self.left:
-            raise JobGone()
+            raise JobGone(REPLACED if self.replaced_by else LEFT)
         if self.cursor < len(job.events):
             self.cursor += 1
             return "event", job.events[self.cursor - 1]

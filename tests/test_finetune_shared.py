@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from gradio_client import Client
+from gradio_client.exceptions import AppError
 
 from labs.finetune import data as datasets
 from labs.finetune import shared_runs, strategies, training
@@ -126,3 +127,17 @@ def test_the_api_streams_the_place_then_the_run_and_identical_calls_share_it(cli
     statuses = [o.get("status") for o in outputs[:-1]]
     assert statuses.index("running") > statuses.index("queued")
     assert first.result(timeout=300)["run_id"] != results[0]["run_id"]
+
+
+def test_an_api_client_has_one_waiting_job_a_newer_call_replaces_it(clients, tiny_models):
+    m = tiny_models["masked"]
+    blocker = clients[0].submit(m, "full", 1e-3, 3, 8, 32, 108, False, api_name="/finetune")
+    while not any(o.get("status") == "running" for o in blocker.outputs()):
+        blocker.status()
+    older = clients[1].submit(m, "head_only", 1e-3, 1, 8, 32, 109, False, api_name="/finetune")
+    while not older.outputs():  # its place in the queue: it waits
+        older.status()
+    newer = clients[1].submit(m, "head_only", 1e-3, 1, 8, 32, 110, False, api_name="/finetune")
+    with pytest.raises(AppError, match="Replaced by your newer request"):
+        older.result(timeout=300)
+    assert newer.result(timeout=300)["history"] and blocker.result(timeout=300)["history"]
