@@ -18,7 +18,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
 
 import gradio as gr  # noqa: E402
 
-from labs import fast_sessions, offline_cache, static_cache, status, tab_bar, theme, ui  # noqa: E402
+from labs.core.models import offline_cache  # noqa: E402
+from labs.core.serving import fast_sessions, static_cache, tab_bar
+from labs.core.ui import status, theme, ui
 from labs.attention import tab as attention  # noqa: E402
 from labs.choosing import tab as choosing  # noqa: E402
 from labs.cost import tab as cost  # noqa: E402
@@ -87,7 +89,7 @@ def build_app() -> gr.Blocks:
         ui.wire(demo.load, status_markdown, outputs=status_box, queue=False)
         ui.wire(gr.Timer(5).tick, status_markdown, outputs=status_box, queue=False, show_progress="hidden")
     # Nobody is turned away: the queue has no limit, and a waiting student sees their place. Many events
-    # run at once so that concurrent requests meet in labs.lm's batches (one forward pass for all);
+    # run at once so that concurrent requests meet in labs.core.work.lm's batches (one forward pass for all);
     # the fine-tune slot and generation set their own limits.
     demo.queue(max_size=None, default_concurrency_limit=CONCURRENT_EVENTS)
     return demo

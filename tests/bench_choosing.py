@@ -16,9 +16,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def main() -> None:
     import torch
 
-    from labs import lm, models
+    from labs.core.models import models
+    from labs.core.work import lm
     from labs.choosing import few_shot
-    from labs.jobs import JOBS
+    from labs.core.work.jobs import JOBS
 
     loaded = models.load(models.SMOLLM2_NAME, "causal")
     print(f"torch threads: {torch.get_num_threads()}, cores: {os.cpu_count()}")

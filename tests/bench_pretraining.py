@@ -28,7 +28,7 @@ def build() -> None:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForPreTraining
 
-    from labs.models import MINILM_NAME, offline_models
+    from labs.core.models.models import MINILM_NAME, offline_models
 
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(next(c for c in offline_models() if c.name == MINILM_NAME).location)
@@ -42,8 +42,9 @@ def bench_pretraining() -> list[tuple[str, float, float | None]]:
 
     torch.set_num_threads(2)
     build()
-    from labs import lm, models
-    from labs.jobs import JOBS
+    from labs.core.models import models
+    from labs.core.work import lm
+    from labs.core.work.jobs import JOBS
     from labs.pretraining import mask_rate, nsp
 
     loaded = nsp.load(BERT_PT.name)

@@ -31,7 +31,8 @@ os.environ["LAB_EXTRA_MODELS"] = f"{BERT},{GPT2}"
 def bench_fill_mask(rows: list) -> None:
     from transformers import pipeline
 
-    from labs import lm, models
+    from labs.core.models import models
+    from labs.core.work import lm
     from labs.fill_mask import compute as fill_mask
 
     loaded = models.load(BERT.name)
@@ -48,7 +49,7 @@ def bench_fill_mask(rows: list) -> None:
 def bench_next_token(rows: list) -> None:
     import torch
 
-    from labs import models
+    from labs.core.models import models
     from labs.next_token import compute as next_token
     from labs.next_token import generation
 
@@ -88,7 +89,8 @@ def bench_attention(rows: list) -> None:
     import torch
     from bertviz import head_view, model_view
 
-    from labs import lm, models
+    from labs.core.models import models
+    from labs.core.work import lm
     from labs.attention import tab
 
     loaded = models.load(BERT.name)
@@ -129,7 +131,8 @@ def bench_embeddings(rows: list) -> None:
     AutoModel gives a user who wants vectors; the head over every position would only add time)."""
     import torch
 
-    from labs import lm, models
+    from labs.core.models import models
+    from labs.core.work import lm
     from labs.embeddings import compute
 
     loaded = models.load(BERT.name)
@@ -157,7 +160,8 @@ def bench_inside(rows: list) -> None:
     one bare forward pass each needs; the beam tree against bare generate() with the same beams."""
     import torch
 
-    from labs import lm, models
+    from labs.core.models import models
+    from labs.core.work import lm
     from labs.next_token import beam_tree, inside
 
     loaded = models.load(GPT2.name)
@@ -236,7 +240,7 @@ def steps_per_second(s, data) -> tuple[float, float]:
 def bench_finetune(rows: list) -> None:
     """The default run's wall time (real MiniLM, built-in data), with and without the from-scratch
     comparison, and training steps per second against a plain PyTorch loop over the same batches."""
-    from labs import models
+    from labs.core.models import models
     from labs.finetune import data as finetune_data
     from labs.finetune import strategies, training
 
@@ -259,7 +263,7 @@ def bench_finetune(rows: list) -> None:
 def bench_finetune_tasks(rows: list) -> None:
     """Each task's default run (real MiniLM, the lab's defaults for the task) beside its from-scratch twin:
     seconds and the task's metric; and training steps per second against a plain loop (1 epoch)."""
-    from labs import models
+    from labs.core.models import models
     from labs.finetune import strategies, tasks, training
     from labs.finetune.tab_tasks import TASK_DEFAULTS
 

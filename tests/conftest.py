@@ -42,7 +42,7 @@ CORPUS = [
 
 
 def minilm_folder() -> str:
-    from labs.models import MINILM_NAME, offline_models
+    from labs.core.models.models import MINILM_NAME, offline_models
 
     choice = next((c for c in offline_models() if c.name == MINILM_NAME), None)
     if choice is None:
@@ -111,7 +111,7 @@ def build_tiny_t5(folder: Path) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def tiny_models():
     """Build the tiny models once per run and make the registry see them."""
-    from labs import models
+    from labs.core.models import models
 
     if not (TINY_BERT / "config.json").exists():
         build_tiny_bert(TINY_BERT)
@@ -127,7 +127,7 @@ def tiny_models():
 def lookups(monkeypatch):
     """Every call to models.load, and every models.get_choice made outside models.load: how often a
     click resolves its model."""
-    from labs import models
+    from labs.core.models import models
 
     calls, depth = [], [0]
     load, get_choice = models.load, models.get_choice

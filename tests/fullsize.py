@@ -18,7 +18,7 @@ def build(folder: Path) -> tuple[Path, Path]:
         GPT2LMHeadModel,
     )
 
-    from labs.models import MINILM_NAME, offline_models
+    from labs.core.models.models import MINILM_NAME, offline_models
 
     bert, gpt2 = folder / "bert-base-size", folder / "gpt2-size"
     if (gpt2 / "config.json").exists():

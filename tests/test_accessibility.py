@@ -116,14 +116,14 @@ def test_no_serious_violation_on_any_tab(browser, app_server, query):
 
 def test_the_theme_reaches_aa_contrast():
     """The colours the theme sets, checked with WCAG's formula (axe checks what it sees on the page)."""
-    from labs import theme
+    from labs.core.ui import theme
 
     for name, (fg, bg, needed) in theme.CONTRAST_PAIRS.items():
         assert theme.contrast(fg, bg) >= needed, (name, fg, bg, theme.contrast(fg, bg))
 
 
 def test_every_chart_helper_gives_a_title():
-    from labs import plots
+    from labs.core.ui import plots
 
     fig = plots.bar_chart(["a", "b"], [0.6, 0.4])
     assert fig.layout.title.text, "bar_chart needs a title that says what it shows"

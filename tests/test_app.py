@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT, open_tab, screenshot, tab_groups
 from playwright.sync_api import expect
 
-from labs import models
+from labs.core.models import models
 
 TAB_GROUPS = [["Tokens", "Embeddings", "Attention", "Masks"], ["Fill in the blank", "Next token", "Pre-training"],
               ["Choosing a model", "Fine-tune", "Cost & scale"]]
@@ -46,10 +46,10 @@ def test_every_tab_in_its_group_in_order_and_the_status_line_says_offline(page):
 
 
 def test_sessions_compute_component_configs_only_when_used_and_the_same_as_gradio():
-    """labs.fast_sessions: a new student's session no longer builds every component's configuration
+    """labs.core.serving.fast_sessions: a new student's session no longer builds every component's configuration
     at once, and what it builds is what Gradio builds."""
     import app
-    from labs import fast_sessions
+    from labs.core.serving import fast_sessions
 
     demo = app.build_app()
     ours = fast_sessions.state_holder.SessionState(demo)
@@ -70,7 +70,7 @@ def test_sessions_compute_component_configs_only_when_used_and_the_same_as_gradi
 
 
 def test_skipped_outputs_are_postprocessed_as_gradio_does_and_the_session_ends_the_same():
-    """labs.fast_sessions: outputs a handler skips leave Gradio's postprocessing; what the page receives
+    """labs.core.serving.fast_sessions: outputs a handler skips leave Gradio's postprocessing; what the page receives
     and the session's state and configurations afterwards are what Gradio's own code makes."""
     import asyncio
     import copy
@@ -80,7 +80,7 @@ def test_skipped_outputs_are_postprocessed_as_gradio_does_and_the_session_ends_t
     import pandas as pd
     import plotly.graph_objects as go
 
-    from labs import fast_sessions
+    from labs.core.serving import fast_sessions
 
     with gr.Blocks() as demo:
         text, plot, frame, state = gr.Textbox(), gr.Plot(), gr.Dataframe(), gr.State(1)
@@ -132,7 +132,7 @@ def test_space_front_matter_preloads_every_hub_default():
 
 
 def test_a_first_page_result_is_built_once_and_handed_out_fresh():
-    from labs import ui
+    from labs.core.ui import ui
 
     calls = []
 

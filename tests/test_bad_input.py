@@ -11,7 +11,7 @@ import pytest
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
-from labs.errors import GENERIC_MESSAGE
+from labs.core.errors import GENERIC_MESSAGE
 
 HUGE = "word " * 20_000  # 100,000 characters
 

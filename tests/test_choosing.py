@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from labs import lm, models
+from labs.core.models import models
+from labs.core.work import lm
 from labs.choosing import bias, cards, domains, few_shot, handout, tab_cards, tasks
-from labs.errors import BadInput
+from labs.core.errors import BadInput
 from conftest import open_tab, screenshot
 
 

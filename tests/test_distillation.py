@@ -10,10 +10,10 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
-from labs import models
+from labs.core.models import models
 from labs.choosing import distillation
-from labs.errors import BadInput
-from labs.registry import ModelChoice
+from labs.core.errors import BadInput
+from labs.core.models.registry import ModelChoice
 
 
 @pytest.fixture(scope="module")

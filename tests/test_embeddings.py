@@ -9,9 +9,10 @@ import torch
 from conftest import open_tab
 from gradio_client.exceptions import AppError
 
-from labs import lm, models
+from labs.core.models import models
+from labs.core.work import lm
 from labs.embeddings import compute
-from labs.errors import BadInput
+from labs.core.errors import BadInput
 
 FLOODED = "The bank was flooded.\nThe bank was robbed."
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from labs import lm, models, registry
-from labs.errors import BadInput
-from labs.padding import pad_rows
-from labs.registry import ModelUnavailable
+from labs.core.models import models, registry
+from labs.core.work import lm
+from labs.core.errors import BadInput
+from labs.core.work.padding import pad_rows
+from labs.core.models.registry import ModelUnavailable
 
 TEXT = "The cat sat on the mat."
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from gradio_client.exceptions import AppError
 
-from labs.errors import GENERIC_MESSAGE
+from labs.core.errors import GENERIC_MESSAGE
 
 T5_TEXT = "The cat sat on the mat."
 ENTITY = re.compile(r"&(lt|gt|amp|quot|#x27|#39);")

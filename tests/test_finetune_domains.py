@@ -10,7 +10,7 @@ import torch
 from conftest import open_tab
 from gradio_client.exceptions import AppError
 
-from labs.errors import BadInput
+from labs.core.errors import BadInput
 from labs.finetune import data as datasets
 from labs.finetune import report, strategies, training
 

@@ -15,7 +15,7 @@ from gradio_client.exceptions import AppError
 from labs.finetune import data as datasets
 from labs.finetune import shared_runs, strategies, training
 from labs.finetune import tab_run as finetune_tab
-from labs.jobs import JOBS, Queued
+from labs.core.work.jobs import JOBS, Queued
 
 
 def settings(tiny_models, seed: int, epochs: int = 1, lr: float = 1e-3):

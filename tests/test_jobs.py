@@ -1,4 +1,4 @@
-"""labs.jobs: identical jobs run once and are joined live or served from the store; different jobs queue
+"""labs.core.work.jobs: identical jobs run once and are joined live or served from the store; different jobs queue
 first come, first served with their place shown; one waiting job per student; leaving, stopping,
 failures. Fake jobs (generators gated by events) make every interleaving deterministic."""
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from labs.jobs import Job, JobGone, Jobs, Queued
+from labs.core.work.jobs import Job, JobGone, Jobs, Queued
 
 
 class Gate:

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 import pytest
 from conftest import open_tab, screenshot
 
-from labs import links
+from labs.core.ui import links
 
 SPECS = {"next_token": {"prompt": links.Spec("text", max_chars=20), "model": links.Spec("choice", choices=("gpt2",)),
                         "temperature": links.Spec("number", low=0, high=2),
@@ -153,7 +153,7 @@ def test_results_download_as_json_csv_png_and_svg(page, tiny_models):
 
 
 def test_the_status_line_says_when_it_runs_on_a_space(monkeypatch):
-    from labs import status
+    from labs.core.ui import status
 
     monkeypatch.setenv("SPACE_ID", "a-course/lm-lab")
     assert status.status_line().startswith("Running on the Hugging Face Space a-course/lm-lab · Device:")

@@ -9,8 +9,9 @@ import threading
 
 import pytest
 
-from labs import models, offline_cache, status
-from labs.models import ModelUnavailable
+from labs.core.models import models, offline_cache
+from labs.core.ui import status
+from labs.core.models.models import ModelUnavailable
 
 
 def test_family_is_read_from_the_config_architectures():
@@ -108,7 +109,7 @@ def test_smollm2_is_converted_once_and_reloaded_from_safetensors():
     continuation = loaded.tokenizer.decode(out[0, ids["input_ids"].shape[1]:])
     assert continuation.strip().lower().startswith("time")
     # A second process must load the cached copy: no conversion, and quickly.
-    code = ("import logging,time; logging.basicConfig(level=logging.INFO); from labs import models; "
+    code = ("import logging,time; logging.basicConfig(level=logging.INFO); from labs.core.models import models; "
             "t=time.perf_counter(); models.load(models.SMOLLM2_NAME); print('SECONDS', time.perf_counter()-t)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=os.path.dirname(os.path.dirname(__file__)))
@@ -122,7 +123,7 @@ def test_smollm2_is_converted_once_and_reloaded_from_safetensors():
 
 
 def load_smollm2_in_a_new_process(env: dict) -> subprocess.CompletedProcess:
-    code = ("import logging; logging.basicConfig(level=logging.INFO); from labs import models, status; "
+    code = ("import logging; logging.basicConfig(level=logging.INFO); from labs.core.models import models; from labs.core.ui import status; "
             "m = models.load(models.SMOLLM2_NAME); print('LOADED', m.name); print('STATUS', status.status_line())")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           cwd=os.path.dirname(os.path.dirname(__file__)), env=dict(os.environ, **env))

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from labs import lm, models
-from labs.errors import BadInput, LabError
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, LabError
 from labs.pretraining import mask_rate, nsp, objectives, passages, span_corruption, tab_examples
 from conftest import open_tab, screenshot
 

@@ -1,4 +1,4 @@
-"""labs/static_cache.py against Gradio's own middleware: the same bytes once decompressed, the right
+"""labs/core/serving/static_cache.py against Gradio's own middleware: the same bytes once decompressed, the right
 headers, each file compressed once, and nothing dynamic (the page, its configuration, the theme, the
 API, user files) kept. No browser, no model: a small Blocks app served by Starlette's TestClient."""
 
@@ -15,7 +15,7 @@ from gradio import routes
 from gradio.brotli_middleware import BrotliMiddleware
 from starlette.testclient import TestClient
 
-from labs import static_cache
+from labs.core.serving import static_cache
 
 BR = {"Accept-Encoding": "gzip, deflate, br, zstd"}
 GZIP = {"Accept-Encoding": "gzip"}

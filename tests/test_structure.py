@@ -12,7 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "labs"
-LAB_FOLDERS = sorted(p.parent.name for p in LABS.glob("*/__init__.py"))
+CORE = LABS / "core"  # what the labs share; every other folder of labs/ is a lab
+LAB_FOLDERS = sorted(p.parent.name for p in LABS.glob("*/__init__.py") if p.parent != CORE)
+ROOMS = {"models", "work", "serving", "ui"}  # labs/core's rooms (README "Layout")
 GRADIO_MODULES = {"ui.py", "fast_sessions.py", "static_cache.py", "theme.py"}  # with each lab's tab.py and tab_<panel>.py: the only gradio importers
 CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # README "Adding a lab"
 README = (ROOT / "README.md").read_text()
@@ -35,6 +37,15 @@ def test_every_lab_is_a_folder_with_a_tab():
     assert {"fill_mask", "next_token", "masks", "attention", "finetune"} <= set(LAB_FOLDERS)
     for lab in LAB_FOLDERS:
         assert (LABS / lab / "tab.py").exists(), lab
+
+
+def test_labs_holds_the_labs_and_core_holds_what_they_share():
+    """labs/ lists labs (and core/); core/ has its rooms, each a package, and errors.py; nothing else."""
+    assert {p.name for p in LABS.iterdir() if p.name != "__pycache__"} == set(LAB_FOLDERS) | {"core", "__init__.py"}
+    assert {p.name for p in CORE.iterdir() if p.is_dir() and p.name != "__pycache__"} == ROOMS
+    assert {p.name for p in CORE.glob("*.py")} == {"__init__.py", "errors.py"}
+    for room in ROOMS:
+        assert (CORE / room / "__init__.py").exists(), room
 
 
 def test_compute_modules_never_import_gradio():
@@ -72,7 +83,7 @@ def function_lengths(path: Path) -> list[tuple[str, int]]:
 
 
 def test_modules_and_functions_stay_small():
-    assert len((LABS / "models.py").read_text().splitlines()) <= 400
+    assert len((CORE / "models" / "models.py").read_text().splitlines()) <= 400
     for path in list(LABS.rglob("*.py")) + [ROOT / "app.py"]:
         assert len(path.read_text().splitlines()) <= (300 if is_tab(path) else 450), path
         limit = 80 if is_tab(path) else 60
@@ -81,9 +92,47 @@ def test_modules_and_functions_stay_small():
 
 
 def test_the_registry_never_imports_the_loading_side():
-    """labs.registry knows models by name; labs.models loads them and imports the registry, not the reverse."""
-    for name in ("registry.py", "extra_models.py"):
-        assert not {n for n in imported_modules(LABS / name) if n.startswith("labs.models")}, name
+    """The registry knows models by name and imports nothing of the model layer; extra_models reads the
+    registry's types; offered assembles them; models loads them. Never the other way round."""
+    layer = "labs.core.models"
+    registry = {n for n in imported_modules(CORE / "models" / "registry.py") if n.startswith(layer)}
+    assert not registry
+    extra = {n for n in imported_modules(CORE / "models" / "extra_models.py") if n.startswith(layer)}
+    assert extra and all(n.startswith(f"{layer}.registry") for n in extra)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of labs/ and the labs modules it imports, at module level or inside a function."""
+    modules = {module_name(p).removesuffix(".__init__"): p for p in LABS.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in imported_modules(path):
+            while imported and imported not in modules:  # "labs.core.ui.ui.wire" -> "labs.core.ui.ui"
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name and not name.startswith(imported + "."):  # (a package's __init__)
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def test_no_import_circle():
+    graph, done, path = import_graph(), set(), []
+
+    def visit(node):
+        if node in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(node):] + [node]))
+        if node in done:
+            return
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            visit(target)
+        path.pop()
+        done.add(node)
+
+    assert len(graph) > 60
+    for node in sorted(graph):
+        visit(node)
 
 
 def skeleton_names() -> list[str]:

@@ -13,10 +13,10 @@ import torch
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
-from labs import models, registry
+from labs.core.models import models, registry
 from labs.embeddings import compute as embeddings
 from labs.embeddings import tab as embeddings_tab
-from labs.errors import BadInput
+from labs.core.errors import BadInput
 from labs.tokens import compute as tokens
 from labs.tokens import tab as tokens_tab
 

@@ -13,8 +13,8 @@ from tokenizers import Tokenizer, pre_tokenizers, trainers
 from tokenizers import models as tokenizer_models
 from transformers import AutoTokenizer
 
-from labs import models
-from labs.errors import BadInput
+from labs.core.models import models
+from labs.core.errors import BadInput
 from labs.tokens import bpe, compute, train
 
 COURSE = {"low": 5, "lower": 2, "newest": 6, "widest": 3}

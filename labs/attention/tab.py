@@ -11,10 +11,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from labs import models, plots, ui
+from labs.core.models import models
+from labs.core.ui import plots, ui
 from labs.attention import compute, views
 from labs.attention.compute import EXAMPLES, AttentionRun
-from labs.errors import MAX_CHARS, each
+from labs.core.errors import MAX_CHARS, each
 
 TITLE = "Attention"
 ID = "attention"  # the ?tab= link and the folder

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from labs.attention.compute import PARTS, AttentionRun
-from labs.errors import BadInput
+from labs.core.errors import BadInput
 
 VENDOR = Path(__file__).resolve().parents[2] / "assets" / "vendor"
 HEAD_ZOOM = 1.4  # bertviz draws 15 px text; this reads from the back of a lecture hall

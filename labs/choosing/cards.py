@@ -12,8 +12,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from labs import models
-from labs.errors import BadInput, check_bool, check_name
+from labs.core.models import models
+from labs.core.errors import BadInput, check_bool, check_name
 
 LATENCY_TEXT = "The cat sat on the mat because it was warm and quiet there."  # one sentence, ~14 tokens
 LATENCY_RUNS = 3  # timed passes after one warm-up; the median is reported
@@ -117,7 +117,7 @@ def card(loaded: models.LoadedModel, latency: tuple[float, int] | None = None) -
 def unreachable(name: str, family: str = "") -> ModelCard:
     return ModelCard(name=name, source="not here", family=family,
                      note="not measured here: the Hugging Face Hub cannot be reached and the model is not in the "
-                          "local cache (run `python -m labs.download " + name + "` while online)")
+                          "local cache (run `./lab download " + name + "` while online)")
 
 
 _latency: dict[str, tuple[float, int]] = {}  # model name -> (ms, tokens): measured once per process

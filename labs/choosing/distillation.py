@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_text
-from labs.jobs import JOBS
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_text
+from labs.core.work.jobs import JOBS
 
 FAMILIES = ("masked",)
 TEACHER, STUDENT = "bert-base-uncased", "distilbert-base-uncased"

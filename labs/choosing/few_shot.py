@@ -6,7 +6,7 @@ label words mean, and several random orders of the examples show how fragile the
 
 Every prompt for one (shots, order) starts with the same demonstrations, so their tokens are read once
 and their keys and values reused for the 40 reviews (the "few_shot" pass below, batched and cached like
-every labs.lm pass): the result equals a forward pass over the whole prompt (test)."""
+every labs.core.work.lm pass): the result equals a forward pass over the whole prompt (test)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_int, check_text
-from labs.jobs import JOBS
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_int, check_text
+from labs.core.work.jobs import JOBS
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "few_shot.csv"
 FAMILIES = ("causal",)

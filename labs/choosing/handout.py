@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from labs import models
+from labs.core.models import models
 
 BERT, GPT2 = "bert-base-uncased", "gpt2"
 WORDS = ("playing", "unhappiness", "COVID", "embeddings", "Washington")
@@ -40,7 +40,7 @@ def gpt2_the() -> Check:
     tok = tokenizer_or_none(GPT2)
     if tok is None:
         return Check("GPT-2's id for “The”", GPT2, None, handout, None, None,
-                     "not measured here: gpt2 is not available offline (run python -m labs.download while online)")
+                     "not measured here: gpt2 is not available offline (run ./lab download while online)")
     the, eos = tok("The")["input_ids"], tok.convert_tokens_to_ids("<|endoftext|>")
     return Check("GPT-2's id for “The”", GPT2, GPT2, handout, f"{the} (and {eos} is <|endoftext|>)",
                  the == [464] and eos == 50256)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from labs import ui
+from labs.core.ui import ui
 from labs.choosing import bias, cards, domains, few_shot, tab_bias, tab_cards, tab_distillation, tab_few_shot, tab_tasks
 
 TITLE = "Choosing a model"

@@ -6,11 +6,12 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from labs import models, plots, ui
+from labs.core.models import models
+from labs.core.ui import plots, ui
 from labs.choosing import bias, domains
 
 NO_MASKED = ("\n\n⚠️ No masked LM is available here: the masked form of the probe needs bert-base-uncased from the "
-             "Hugging Face Hub (run `python -m labs.download` once while online); the causal LM answers above.")
+             "Hugging Face Hub (run `./lab download` once while online); the causal LM answers above.")
 
 
 MASKED_NOTE = ("A masked LM reads both sides, so each token is masked in turn: the figure is its pseudo-perplexity, "

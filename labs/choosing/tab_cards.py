@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
-from labs import ui
+from labs.core.ui import ui
 from labs.choosing import cards, handout
 
 CARD_HEADERS = ["Model", "Family", "Layers", "Hidden", "Heads", "Vocabulary (tokenizer)", "Parameters",
@@ -44,7 +44,7 @@ def cards_note(result: dict) -> str:
     if missing:
         text += (f" **Not measured here** (the Hugging Face Hub is {'reachable' if result['online'] else 'not reachable'} "
                  f"and they are not in the local cache): {ui.md(', '.join(missing))}. While online, run "
-                 "`python -m labs.download` once to have them.")
+                 "`./lab download` once to have them.")
     return text
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from labs import ui
+from labs.core.ui import ui
 from labs.choosing import tasks
 
 

@@ -7,7 +7,7 @@ from labs.cost import presets
 from labs.cost.compute import cost, training_flops
 from labs.cost.memory import bytes_per_param
 from labs.cost.scaling import optimal_split
-from labs.errors import check_number
+from labs.core.errors import check_number
 
 
 def carbon_exercise(full_mwh: float = presets.GPT3_MWH, full_tonnes: float = presets.GPT3_TONNES,

@@ -1,4 +1,4 @@
-"""Cost & scale, the plots (plotly, the house style of labs/plots.py) and number formatting for people:
+"""Cost & scale, the plots (plotly, the house style of labs/core/ui/plots.py) and number formatting for people:
 3.15 × 10²³, $4.34M, 73,000 days, 4.6 GB."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import plotly.graph_objects as go
 
-from labs import plots
+from labs.core.ui import plots
 from labs.cost import presets
 from labs.cost.compute import training_flops
 from labs.cost.scaling import optimal_split

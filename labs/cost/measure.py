@@ -70,7 +70,7 @@ def device_words(device) -> str:
 def _run_burst() -> Burst:
     import torch
 
-    from labs import models
+    from labs.core.models import models
 
     model, _ = models.load_for_task(models.MINILM_NAME, "sequence_classification", num_labels=2)
     device = next(model.parameters()).device

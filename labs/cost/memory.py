@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from labs.cost import presets
 from labs.cost.compute import check_params
-from labs.errors import BadInput, check_choice, check_int
+from labs.core.errors import BadInput, check_choice, check_int
 
 OPTIMIZERS = ("adam", "sgd")
 # bytes per parameter: (weights, gradients, master copy) by precision; optimizer states by (optimizer, precision)

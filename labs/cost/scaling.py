@@ -11,7 +11,7 @@ import math
 
 from labs.cost import presets
 from labs.cost.compute import training_flops
-from labs.errors import check_number
+from labs.core.errors import check_number
 
 MIN_COMPUTE, MAX_COMPUTE = 1e6, 1e32
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from labs import ui
+from labs.core.ui import ui
 from labs.cost import course, presets, scaling
 from labs.cost.figures import count, scaling_figure, sci
 

@@ -1,5 +1,5 @@
 """Embeddings: the same word, different vectors. A word's vector in several sentences, at every
-layer, from one padded forward pass (labs.lm.hidden_states); its static vector (the word's own row
+layer, from one padded forward pass (labs.core.work.lm.hidden_states); its static vector (the word's own row
 of the input embedding matrix: word2vec's view); their cosine similarities, a 2-D PCA map, and
 mean-pooled sentence vectors.
 
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_int, check_text
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_int, check_text
 
 EXAMPLE = """We sat on the river bank and watched the boats. | river
 The bank was flooded after the heavy rain. | river

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_int, check_text
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_int, check_text
 
 MAX_BLANKS = 10
 MAX_TOKENS = 256  # a long paragraph: BERT reads 512, but half the length is a quarter of the attention
@@ -28,7 +29,7 @@ EXAMPLES = [
 ]
 SIMULATOR_EXAMPLE = "The quick brown fox jumps over the lazy dog near the river bank today"
 DOWNLOAD_HINT = ("No masked-LM weights (BERT) are available here, so predictions are off. While online, run "
-                 "`python -m labs.download` once; the tokens, the masking simulator and the left-only "
+                 "`./lab download` once; the tokens, the masking simulator and the left-only "
                  "predictions below still work.")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from labs import models
+from labs.core.models import models
 from labs.finetune import tasks
 from labs.finetune.strategies import ENCODER_FAMILIES, LLRD_DECAY, Settings, check_settings, num_layers
 from labs.finetune.training import RunResult, Step, train

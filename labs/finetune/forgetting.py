@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from labs import lm, models
+from labs.core.models import models
+from labs.core.work import lm
 from labs.finetune.tasks import ASSETS
 
 BATCH = 32

@@ -8,7 +8,7 @@ import html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from labs import plots
+from labs.core.ui import plots
 from labs.finetune.tasks import METRIC, METRIC_WORDS
 from labs.finetune.training import Eval, RunResult, Step
 

@@ -1,4 +1,4 @@
-"""Fine-tune, runs as shared jobs (labs.jobs): a fine-tune run and the strategy comparison are keyed by
+"""Fine-tune, runs as shared jobs (labs.core.work.jobs): a fine-tune run and the strategy comparison are keyed by
 everything that determines their result (the settings, the data's content, from scratch or not), so a
 class pressing the same button trains once; different runs queue fairly for the training slots.
 
@@ -16,7 +16,7 @@ from labs.finetune import compare, tasks, training
 from labs.finetune.data import Dataset
 from labs.finetune.strategies import Settings, check_settings
 from labs.finetune.training import RunResult, Step
-from labs.jobs import JOBS, Queued, Ticket
+from labs.core.work.jobs import JOBS, Queued, Ticket
 
 OVERHEAD_STEPS = 12  # loading, evaluating and the forgetting probe of one run, in training steps' time
 # A first guess of a step's time (MiniLM, batch 16, 2 cores: one default run ≈ 13 s for 39 steps and the

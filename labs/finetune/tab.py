@@ -7,8 +7,9 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
-from labs import models, ui
-from labs.errors import BadInput, check_int
+from labs.core.models import models
+from labs.core.ui import ui
+from labs.core.errors import BadInput, check_int
 from labs.finetune import (
     codegen,
     data,
@@ -215,7 +216,7 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(s.preset.change, preset_rate, s.preset, s.lr)
     ui.wire([c.change for c in s.values], on_code, s.values + [chosen], extras.code, show_progress="hidden")
     ui.on_load(demo, on_code, s.values + [chosen], extras.code)
-    # Runs are shared jobs (labs.jobs): identical ones train once, the others queue for the training slot
+    # Runs are shared jobs (labs.core.work.jobs): identical ones train once, the others queue for the training slot
     # and the tab shows the place. The handler only follows its job, so it needs no slot of its own.
     # Pressing again replaces this page's run (one waiting run per student): every press goes through.
     ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs[0], queue=False,

@@ -1,4 +1,4 @@
-"""Fine-tune, following a run: the handler behind the Fine-tune button follows a shared job (labs.jobs):
+"""Fine-tune, following a run: the handler behind the Fine-tune button follows a shared job (labs.core.work.jobs):
 the place in the queue while it waits, the live curves while it trains (one figure per point of the run,
 shared by every student who follows it), then the results; Stop leaves the run."""
 
@@ -12,10 +12,10 @@ from collections import OrderedDict
 import gradio as gr
 import pandas as pd
 
-from labs import ui
+from labs.core.ui import ui
 from labs.finetune import report, shared_runs, strategies, tasks, training
 from labs.finetune.data import Dataset, builtin_data
-from labs.jobs import JOBS, JobGone, Queued
+from labs.core.work.jobs import JOBS, JobGone, Queued
 
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
 RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
@@ -51,7 +51,7 @@ def runs_table(runs: list[dict]) -> pd.DataFrame:
 async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay, chosen,
                  with_scratch, runs, task="sentiment", request: gr.Request = None):
     """A live run: the curves redrawn as it trains, then the results and the run history. The run is shared
-    with every student who asked for the same one (labs.jobs); while it waits, the place in the queue.
+    with every student who asked for the same one (labs.core.work.jobs); while it waits, the place in the queue.
     Stop (or a closed page) leaves it: it stops after the current step if nobody else follows it."""
     s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
                               chosen, task)

@@ -9,9 +9,9 @@ import html
 import gradio as gr
 import pandas as pd
 
-from labs import plots, ui
+from labs.core.ui import plots, ui
 from labs.finetune import compare, report, shared_runs, strategies, tasks
-from labs.jobs import JobGone, Queued
+from labs.core.work.jobs import JobGone, Queued
 from labs.finetune.training import RunResult
 
 STARTING = "Starting the four runs…"
@@ -40,7 +40,7 @@ def rates_figure(layer_rates: list[dict], layers: int):
 
 async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay, task,
                      request: gr.Request = None):
-    """The four runs, shared with identical comparisons (labs.jobs), with the queue's place while they
+    """The four runs, shared with identical comparisons (labs.core.work.jobs), with the queue's place while they
     wait and a progress line while they train; then the table and the charts."""
     data = tasks.task_data(task)
     s = strategies.check_settings(model_name, "full", lr, epochs, batch_size, n_train, seed, warmup, decay,

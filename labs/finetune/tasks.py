@@ -14,8 +14,8 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.errors import BadInput
-from labs.padding import pad_rows
+from labs.core.errors import BadInput
+from labs.core.work.padding import pad_rows
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 TASKS = {"sentiment": "Sentiment (one sentence → positive / negative)",

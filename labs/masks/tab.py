@@ -8,8 +8,9 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from labs import models, plots, ui
-from labs.errors import MAX_CHARS
+from labs.core.models import models
+from labs.core.ui import plots, ui
+from labs.core.errors import MAX_CHARS
 from labs.masks import compute
 from labs.masks.compute import EXAMPLE
 
@@ -210,7 +211,7 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(picked.change, on_pick, [text, encoder, subwords, picked], [bidir_plot, causal_plot, table])
     ui.wire(subwords.change, on_labels, [text, encoder, subwords], [bidir_plot, causal_plot, picked, notice])
     ui.wire(count.check.click, on_check, [count.n, count.bidirectional, count.causal], count.verdict)
-    # The real-model forward pass is cached (labs.lm): sliders and first loads reuse it.
+    # The real-model forward pass is cached (labs.core.work.lm): sliders and first loads reuse it.
     real = ([text, encoder, causal, layer, head], [real_note, enc_plot, dec_plot])
     ui.wire([show.click, layer.release, head.release], on_real, *real)
     ui.on_load(demo, on_real, *real)

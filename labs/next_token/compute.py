@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_int, check_number, check_text
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_int, check_number, check_text
 
 TOP_N = 20
 EXAMPLE = "Once upon a time, there was a"
@@ -45,7 +46,7 @@ def causal_lm(model) -> models.LoadedModel:
 
 def prompt_logits(loaded: models.LoadedModel, prompt, allow_empty: bool = False) -> tuple[list[str], np.ndarray, str]:
     """The prompt's tokens, the logits for the next token (float64) and a note when the prompt was
-    cut. The forward pass is cached (in labs.lm): moving a slider re-shapes without running the model."""
+    cut. The forward pass is cached (in labs.core.work.lm): moving a slider re-shapes without running the model."""
     ids, note = lm.causal_ids(loaded, check_prompt(prompt, allow_empty), MAX_PROMPT_TOKENS)
     logits = lm.next_token_logits(loaded, ids).astype(np.float64)
     return models.readable_tokens(loaded.tokenizer, ids), logits, note

@@ -7,7 +7,7 @@ import math
 
 import plotly.graph_objects as go
 
-from labs import plots
+from labs.core.ui import plots
 from labs.next_token.beam_tree import Tree
 from labs.next_token.inside import Lens, Score
 

@@ -13,9 +13,9 @@ import threading
 import time
 from functools import partial
 
-from labs import models
-from labs.batching import Batcher
-from labs.padding import pad_rows
+from labs.core.models import models
+from labs.core.work.batching import Batcher
+from labs.core.work.padding import pad_rows
 
 STREAM_GAP = 0.04  # seconds between updates: tokens arrive in small batches, so the reader wakes less often
 MAX_SECONDS = 60  # a safety net: the limits on tokens and beams keep a generation far shorter

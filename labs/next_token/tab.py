@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from labs import ui
+from labs.core.ui import ui
 from labs.next_token import tab_distribution, tab_generate, tab_inside, tab_softmax, tab_step
 
 TITLE = "Next token"

@@ -8,9 +8,10 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
-from labs import models, ui
+from labs.core.models import models
+from labs.core.ui import ui
 from labs.next_token import generation
-from labs.switches import StopSwitches
+from labs.core.ui.switches import StopSwitches
 
 GENERATING = 32  # generations in flight at once: greedy ones share batches; sampling and beams run two at a time
 STOPS = StopSwitches()
@@ -81,7 +82,7 @@ def build() -> SimpleNamespace:
 
 def wire(main: SimpleNamespace, gen: SimpleNamespace) -> None:
     inputs = [main.prompt, main.model, gen.strategy, gen.max_new, *main.knobs, gen.beams, gen.seed]
-    # Stop flips this student's switch (see labs/switches.py); a Generate clicked meanwhile runs next.
+    # Stop flips this student's switch (see labs/core/ui/switches.py); a Generate clicked meanwhile runs next.
     ui.wire(gen.run.click, on_generate, inputs, [gen.output, gen.beam_table, gen.result, gen.code],
             concurrency_id="generate", concurrency_limit=GENERATING, trigger_mode="always_last")
     ui.wire(gen.stop.click, on_stop, queue=False)

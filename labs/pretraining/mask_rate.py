@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_bool, check_int, check_number, check_text
-from labs.jobs import JOBS
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_bool, check_int, check_number, check_text
+from labs.core.work.jobs import JOBS
 from labs.pretraining import passages
 
 DEFAULT_RATES = (5, 10, 15, 20, 30, 40, 50, 80)  # percent

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_int, check_text
-from labs.jobs import JOBS
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_int, check_text
+from labs.core.work.jobs import JOBS
 from labs.pretraining import passages
 
 EXAMPLE_A = "To bake bread, you first mix flour, water, salt and yeast."

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labs import lm, models
-from labs.errors import BadInput, check_int, check_text
+from labs.core.models import models
+from labs.core.work import lm
+from labs.core.errors import BadInput, check_int, check_text
 from labs.pretraining import passages, span_corruption
 
 EXAMPLE = "The night train leaves before midnight. Passengers find their cabins and unfold the narrow beds."
@@ -30,7 +31,7 @@ NEEDS_BERT = ("bert-base-uncased is not available here: the BERT examples use th
               "all-MiniLM-L6-v2 (the same vocabulary as bert-base-uncased).")
 NEEDS_T5 = ("t5-small is not available here: the T5 example is built with the BERT (WordPiece) tokens and "
             "sentinels written as <extra_id_N>; t5-small's own SentencePiece tokens and sentinel ids need "
-            "t5-small (python -m labs.download while online).")
+            "t5-small (./lab download while online).")
 
 
 def tokens(loaded: models.LoadedModel, ids: list[int]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from labs import ui
+from labs.core.ui import ui
 from labs.pretraining import tab_examples, tab_mask_rate, tab_nsp, tab_spans
 
 TITLE = "Pre-training"

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import gradio as gr
 
-from labs import models, ui
-from labs.errors import LabError, MAX_CHARS, message_for
+from labs.core.models import models
+from labs.core.ui import ui
+from labs.core.errors import LabError, MAX_CHARS, message_for
 from labs.pretraining import nsp, passages
 from labs.pretraining.tab_examples import SEGMENTS, chips
 
 NEEDS_BERT = ("Next-sentence prediction needs BERT's own NSP head (BertForPreTraining, bert-base-uncased), which "
               "is not available here; MiniLM has no NSP head, and a random one would only show noise. While online, "
-              "run `python -m labs.download` once.")
+              "run `./lab download` once.")
 
 
 def example_pairs() -> list[list[str]]:

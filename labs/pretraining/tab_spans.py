@@ -6,13 +6,14 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from labs import models, ui
-from labs.errors import MAX_CHARS
+from labs.core.models import models
+from labs.core.ui import ui
+from labs.core.errors import MAX_CHARS
 from labs.pretraining import span_corruption
 from labs.pretraining.tab_examples import SENTINEL, SPECIAL, WORD, chips
 
 NEEDS_T5 = ("T5 filling its blanks needs t5-small (an encoder-decoder pre-trained by span corruption), which is not "
-            "available here. While online, run `python -m labs.download` once. Section 1 still shows how the "
+            "available here. While online, run `./lab download` once. Section 1 still shows how the "
             "example is built.")
 HEADERS = ["sentinel", "removed span (the target)", "T5 wrote", "BERT's one-token blanks"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from labs.errors import BadInput, check_int, check_text
+from labs.core.errors import BadInput, check_int, check_text
 
 END = "</w>"
 COURSE_CORPUS = "low 5\nlower 2\nnewest 6\nwidest 3"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from labs import models
-from labs.errors import BadInput, check_text, message_for
+from labs.core.models import models
+from labs.core.errors import BadInput, check_text, message_for
 
 MAX_CHARS = 5000
 EXAMPLES = [

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
-from labs import ui
+from labs.core.ui import ui
 from labs.tokens import bpe, compute, train
 
 TITLE = "Tokens"

@@ -7,7 +7,7 @@ import csv
 import functools
 from pathlib import Path
 
-from labs.errors import BadInput, check_int, check_text
+from labs.core.errors import BadInput, check_int, check_text
 
 REVIEWS = Path(__file__).resolve().parents[2] / "assets" / "sentiment.csv"
 VOCAB_RANGE = (60, 2000)

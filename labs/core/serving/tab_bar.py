@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import gradio as gr
 from gradio.context import LocalContext
 
-from labs import links
-from labs.ui import first_page, friendly, notice, registered_links, registered_loads, spec_of, wire
+from labs.core.ui import links
+from labs.core.ui.ui import first_page, friendly, notice, registered_links, registered_loads, spec_of, wire
 
 
 @dataclass

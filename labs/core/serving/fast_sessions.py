@@ -15,19 +15,34 @@ None for a gr.State); the other outputs are postprocessed by Gradio as before.
 
 Written for gradio 6.31 (pinned in requirements.txt); tests/test_app.py checks that a session still
 gets the same attributes and the same configurations as Gradio's own SessionState, and that a
-handler's outputs, skipped or not, and the session after it are what Gradio's own code makes."""
+handler's outputs, skipped or not, and the session after it are what Gradio's own code makes.
+
+Held at arm's length: `install()` replaces nothing unless the installed Gradio is the version this was
+written for and the three functions it replaces are, to the byte, the code it was written against (a
+fingerprint of their source). Otherwise it logs one line and the app runs on Gradio's own code."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import logging
 import os
 from copy import copy
 
+import gradio
 from gradio import blocks, state_holder
+
+log = logging.getLogger(__name__)
 
 _gradio_init = state_holder.SessionState.__init__
 _gradio_postprocess = blocks.Blocks.postprocess_data
 _gradio_update_value = state_holder.SessionState._update_value_in_config
 SKIP = {"__type__": "update"}  # gr.skip()
+WRITTEN_FOR = "6.31.0"
+# sha256 of the source of each function replaced here, as gradio 6.31.0 writes it (first 16 hex digits)
+FINGERPRINTS = {"SessionState.__init__": "1b2ea21dc42c45da",
+                "SessionState._update_value_in_config": "7e5b61f747b0dce7",
+                "Blocks.postprocess_data": "5f6a865a3446ba0b"}
 
 
 class LazyConfigValues(dict):
@@ -105,10 +120,29 @@ def _update_value_later(self, key: int, value) -> None:
     _gradio_update_value(self, key, value)
 
 
-def install() -> None:
+def fingerprint(fn) -> str:
+    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]
+
+
+def why_not(version: str, originals=(_gradio_init, _gradio_update_value, _gradio_postprocess)) -> str | None:
+    """Why the patches must not be installed on this Gradio (None: they may)."""
+    if version != WRITTEN_FOR:
+        return f"gradio {version} is installed, these patches are for {WRITTEN_FOR}"
+    changed = [fn.__qualname__ for fn in originals if FINGERPRINTS.get(fn.__qualname__) != fingerprint(fn)]
+    return f"gradio's {', '.join(changed)} differ from the code these patches replace" if changed else None
+
+
+def install(version: str | None = None, originals=None) -> bool:
+    """Install the patches if this Gradio is the one they were written for; else one log line, and Gradio's
+    own code runs. Returns whether they are installed."""
+    reason = why_not(version or gradio.__version__, *([originals] if originals else []))
+    if reason:
+        log.warning("fast_sessions not installed: %s; the app runs on Gradio's own session code", reason)
+        return False
     state_holder.SessionState.__init__ = _lazy_init
     state_holder.SessionState._update_value_in_config = _update_value_later
     blocks.Blocks.postprocess_data = _postprocess_without_skips
+    return True
 
 
 def gradio_session(blocks):

@@ -14,8 +14,10 @@ from pathlib import Path
 import gradio as gr
 from gradio.context import Context
 
-from labs import jobs, links, models
-from labs.errors import message_for
+from labs.core.models import models
+from labs.core.ui import links
+from labs.core.work import jobs
+from labs.core.errors import message_for
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DONE = '<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>'
@@ -171,7 +173,7 @@ def api(fn, name: str, description: str, *, per_student: bool = False, **kwargs)
     """Register a compute function as a pure-JSON API endpoint. Its type hints describe the inputs;
     the function checks every value itself (an API caller can send anything). Its errors reach the
     client as plain text: no page renders them (see to_gr_error). per_student: the caller's session
-    is the student a job is asked for (labs.jobs: one waiting job per student)."""
+    is the student a job is asked for (labs.core.work.jobs: one waiting job per student)."""
     fn = friendly(fn, for_browser=False)
     return gr.api(as_student(fn) if per_student else fn, api_name=name, api_description=description, **kwargs)
 

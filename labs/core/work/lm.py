@@ -6,10 +6,10 @@ decoder's logits). A lab adds a kind of its own with `register_pass` (its runner
 
 Every function takes a loaded model (resolved once by the caller) and token ids, and returns numpy
 arrays. Concurrent requests for the same model, head and pass run as one padded forward pass (see
-labs.batching); results are cached here, and only here, keyed by the model, head, pass and the
+labs.core.work.batching); results are cached here, and only here, keyed by the model, head, pass and the
 exact ids.
 
-Padding is on the right with an attention mask (labs.padding), so every real token keeps its
+Padding is on the right with an attention mask (labs.core.work.padding), so every real token keeps its
 position: an encoder ignores the padded keys (their weight is exactly 0), and a causal LM's real
 tokens never see the padding after them. Each request reads its own rows back, cut to its own
 length: a result does not depend on what it was batched with (up to float rounding, about 1e-6)."""
@@ -23,10 +23,10 @@ from typing import Callable
 
 import numpy as np
 
-from labs.batching import Batcher, ResultCache
-from labs.errors import BadInput
-from labs.models import LoadedModel
-from labs.padding import pad_rows
+from labs.core.work.batching import Batcher, ResultCache
+from labs.core.errors import BadInput
+from labs.core.models.models import LoadedModel
+from labs.core.work.padding import pad_rows
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
 

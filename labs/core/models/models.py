@@ -3,7 +3,7 @@
 A lab resolves a model once, at the edge (`models.load(name, *families, head=...)`), and passes the
 `LoadedModel` on (model in eval mode, tokenizer, device, head, where it came from). Loading is keyed
 by (model, head): bert-base-uncased serves Fill in the blank (`mlm`) and next-sentence prediction
-(`pretraining`) from one checkpoint. Which models exist is labs.registry's business; its names are
+(`pretraining`) from one checkpoint. Which models exist is labs.core.models.registry's business; its names are
 re-exported here so that a lab needs one import. Nothing runs at import time: torch and transformers
 are imported on first use so that the app's page answers quickly.
 """
@@ -18,9 +18,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs import offline_cache
-from labs.errors import BadInput
-from labs.registry import (  # noqa: F401  (re-exported: the labs' one import for models)
+from labs.core.errors import BadInput
+from labs.core.models import offline_cache
+from labs.core.models.offered import (  # noqa: F401  (re-exported: the labs' one import for models)
+    choice_names,
+    choices,
+    default_name,
+    get_choice,
+    registry,
+    reset_registry,
+    skipped_extra_models,
+)
+from labs.core.models.registry import (  # noqa: F401  (re-exported too)
     DEFAULT_HEAD,
     FAMILIES,
     FAMILY_WORDS,
@@ -33,17 +42,10 @@ from labs.registry import (  # noqa: F401  (re-exported: the labs' one import fo
     ModelChoice,
     ModelUnavailable,
     check_family,
-    choice_names,
-    choices,
-    default_name,
     family_from_config,
-    get_choice,
     hub_online,
     in_hub_cache,
     offline_models,
-    registry,
-    reset_registry,
-    skipped_extra_models,
 )
 
 log = logging.getLogger(__name__)
@@ -251,7 +253,7 @@ def _pretrained(folder: str, head: str, **kwargs):
 
 
 def _load_smollm2(choice: ModelChoice):
-    """From the converted copy (see labs.offline_cache); a copy that fails to load is deleted and
+    """From the converted copy (see labs.core.models.offline_cache); a copy that fails to load is deleted and
     converted again, once. With nowhere to write, straight from the GGUF (slow, at every start)."""
     kwargs = {"local_files_only": True, "trust_remote_code": False}
     folder = offline_cache.converted(choice.location, choice.gguf_file)
@@ -345,7 +347,7 @@ def load_for_classification(name: str, num_labels: int, *, scratch: bool = False
 def _explain_failure(choice: ModelChoice, exc: Exception) -> str:
     if choice.source == "hub" and not hub_online():
         return (f"'{choice.name}' is not available: the Hugging Face Hub cannot be reached and the model "
-                "is not in the local cache. While online, run `python -m labs.download` once.")
+                "is not in the local cache. While online, run `./lab download` once.")
     return f"'{choice.name}' could not be loaded ({type(exc).__name__}: {str(exc)[:200]})."
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from labs import models, offline_cache
+from labs.core.models import models, offline_cache
 
 
 def describe_models() -> dict:

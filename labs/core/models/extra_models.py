@@ -8,6 +8,8 @@ import logging
 import os
 from pathlib import Path
 
+from labs.core.models.registry import ModelChoice, family_from_config, hub_online, in_hub_cache, task_from_config
+
 log = logging.getLogger(__name__)
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -16,8 +18,6 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 def choice_for(entry: str):
     """The registry entry for one item (a local folder or a Hub id); ValueError with the reason when
     it cannot be used."""
-    from labs.registry import ModelChoice, family_from_config, hub_online, in_hub_cache, task_from_config
-
     folder = Path(entry).expanduser()
     if folder.is_dir():
         if not (folder / "config.json").exists():
@@ -31,7 +31,7 @@ def choice_for(entry: str):
         raise ValueError("no such folder")
     if not hub_online() and not in_hub_cache(entry):
         raise ValueError("neither a folder here nor in the local Hugging Face cache; while online, run "
-                         f"`python -m labs.download {entry}`")
+                         f"`./lab download {entry}`")
     from transformers import AutoConfig
 
     try:

