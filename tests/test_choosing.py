@@ -1,6 +1,6 @@
 """Choosing a model: model cards against the loaded weights and config, few-shot label probabilities and
 accuracy against hand computations (and batched = one at a time), bias probe and domain perplexity against
-the model's own forward pass, the task card, the handout checks, bad input, the API and the tab in a browser."""
+the model's own forward pass, the task card, bad input, the API and the tab in a browser."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 
 from labs.core.models import models
 from labs.core.work import lm
-from labs.choosing import bias, cards, domains, few_shot, handout, tab_cards, tasks
+from labs.choosing import bias, cards, domains, few_shot, tab_cards, tasks
 from labs.core.errors import BadInput
 from conftest import open_tab, screenshot
 
@@ -156,7 +156,7 @@ def test_each_perplexity_equals_exp_of_the_models_loss(smol):
         assert item["perplexity"] == pytest.approx(math.exp(float(loss)), rel=1e-4)
 
 
-# ---------------------------------------------------------------- task card and handout
+# ---------------------------------------------------------------- task card
 
 
 def test_task_card_checks_the_pick_and_runs_a_decoder(tiny):
@@ -167,14 +167,6 @@ def test_task_card_checks_the_pick_and_runs_a_decoder(tiny):
     assert "Not run here" in wrong.note
     with pytest.raises(BadInput):
         tasks.check_pick("dance", "decoder", "next-token LM head")
-
-
-def test_the_handout_says_plainly_what_it_could_not_measure():
-    rows = handout.check_handout()
-    gpt2 = rows[0]
-    assert gpt2["measured"] is None and "not measured here" in gpt2["note"]
-    span = rows[-1]
-    assert span["agrees"] is True and span["measured_with"] == models.MINILM_NAME  # the named stand-in
 
 
 # ---------------------------------------------------------------- API and browser

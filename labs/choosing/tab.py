@@ -6,7 +6,18 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.core.ui import ui
-from labs.choosing import bias, cards, domains, few_shot, tab_bias, tab_cards, tab_distillation, tab_few_shot, tab_tasks
+from labs.choosing import (
+    bias,
+    cards,
+    course,
+    domains,
+    few_shot,
+    tab_bias,
+    tab_cards,
+    tab_distillation,
+    tab_few_shot,
+    tab_tasks,
+)
 
 TITLE = "Choosing a model"
 ID = "choosing"
@@ -37,12 +48,14 @@ def build(demo: gr.Blocks) -> None:
     tasks_panel = tab_tasks.build()
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
-            template=bias_panel.template, text=bias_panel.dtext)
+            template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row)
     tab_cards.wire(demo, cards_panel)
     tab_distillation.wire(distill_panel)
     tab_few_shot.wire(demo, shots_panel)
     tab_bias.wire(demo, bias_panel)
     tab_tasks.wire(demo, tasks_panel)
+    ui.api(course.check_course, "check_course", "check_course(row) -> {rows: [{id, topic, document, where, quote, "
+           "lab, verdict, measured, measured_with, note}], documents}: the course's examples quoted and checked")
     ui.api(cards.model_card, "model_card", "model_card(names, measure) -> {online, latency_text, models: [{name, "
            "family, layers, hidden_size, heads, vocab_size, tokenizer, params, embedding_params, other_params, "
            "objective, latency_ms, ...}]}")

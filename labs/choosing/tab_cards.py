@@ -1,5 +1,6 @@
 """Choosing a model, panel 1: the model card table (every model offered here, read from its config and
-weights; latency on a button, measured once per process) and "Check the handout"."""
+weights; latency on a button, measured once per process) and "Check the course": the course's own examples,
+quoted exactly, beside what the real models and sources give."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.choosing import cards, handout
+from labs.choosing import cards, course
 
 CARD_HEADERS = ["Model", "Family", "Layers", "Hidden", "Heads", "Vocabulary (tokenizer)", "Parameters",
                 "of which embeddings", "Pre-training objective", "One forward pass"]
-HANDOUT_HEADERS = ["Check", "Model named", "Measured with", "Handout says", "Measured here", "Agrees?", "Note"]
+COURSE_HEADERS = ["Topic", "The course says (exactly)", "Where", "The real model or source", "Measured with", "Verdict",
+                  "Why"]
+VERDICT_MARKS = {course.AGREES: "✓ agrees", course.DIFFERS: "✗ differs", course.NOT_HERE: "— not measured here"}
 
 
 def millions(n) -> str:
@@ -63,11 +66,12 @@ def on_measure():
     return on_cards(True)
 
 
-def on_handout():
-    rows = handout.check_handout()
-    shown = [[r["check"], r["model"], r["measured_with"] or "—", r["handout"], r["measured"] or "not measured here",
-              {True: "yes", False: "NO", None: "—"}[r["agrees"]], r["note"]] for r in rows]
-    return pd.DataFrame(shown, columns=HANDOUT_HEADERS)
+def on_course(row: str = ""):
+    """The course's rows (a link's row first, alone), as a table."""
+    rows = course.check_course(row or "")["rows"]
+    shown = [[r["topic"], r["quote"], f"{r['document']}: {r['where']}", r["measured"] or "—", r["measured_with"] or "—",
+              VERDICT_MARKS[r["verdict"]], r["note"]] for r in rows]
+    return pd.DataFrame(shown, columns=COURSE_HEADERS)
 
 
 def build() -> SimpleNamespace:
@@ -77,14 +81,16 @@ def build() -> SimpleNamespace:
     measure = gr.Button("Measure the forward-pass latency of every model", variant="secondary")
     with gr.Accordion("The cards as JSON (as /model_card returns them)", open=False):
         box = gr.JSON()
-    with gr.Accordion("Check the handout: the course's examples on the models they name", open=False):
-        check = gr.Button("Check the handout now")
-        handout_table = ui.table(HANDOUT_HEADERS, "The course's examples, computed live", wrap=True)
-    return SimpleNamespace(note=note, table=table, measure=measure, box=box, check=check, handout=handout_table)
+    gr.Markdown("### Check the course: its examples, quoted exactly, on the real models and sources")
+    row = gr.Dropdown([("every row", "")] + [(i.replace("_", " "), i) for i in course.row_ids()], value="",
+                      label="Row (a lab's link opens its row)")
+    course_table = ui.table(COURSE_HEADERS, "The course's examples and figures, checked live", wrap=True)
+    return SimpleNamespace(note=note, table=table, measure=measure, box=box, row=row, course=course_table)
 
 
 def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
     outputs = [p.table, p.note, p.box]
     ui.on_load(demo, on_cards, None, outputs)
     ui.wire(p.measure.click, on_measure, None, outputs, concurrency_limit=1, concurrency_id="choosing-latency")
-    ui.wire(p.check.click, on_handout, None, p.handout)
+    ui.on_load(demo, on_course, p.row, p.course)
+    ui.wire(p.row.change, on_course, p.row, p.course)

@@ -142,6 +142,7 @@ def build(demo: gr.Blocks) -> None:
     measure_panel = tab_measure.build()
     memory_panel = tab_memory.build()
     scaling_panel = tab_scaling.build()
+    ui.course_links(("bert_cost", "BERT's cost"), ("bert_hardware", "BERT's TPUs"), ("gpt3_time", "GPT-3's training time"), ("chinchilla", "N ≈ 20 × D"), ("mixed_precision", "“halves memory”"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, preset=x.preset, device=x.device, precision=x.precision, utilisation=x.utilisation,
             devices=x.devices)

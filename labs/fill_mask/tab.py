@@ -178,6 +178,7 @@ def build(demo: gr.Blocks) -> None:
             resample = gr.Button("Resample (next seed)")
         sim_table = ui.table(SIMULATION_HEADERS, "One draw")
         sim_summary = gr.Markdown()
+    ui.course_links(("p_cat", "P(cat) = 0.73"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=text, model=model, top_k=top_k)
 

@@ -202,6 +202,7 @@ def build(demo: gr.Blocks) -> None:
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
     extras = extras_section()
+    ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
             scratch=s.scratch, data=source)

@@ -29,6 +29,7 @@ def build(demo: gr.Blocks) -> None:
     main = tab_distribution.build()
     step, gen, calc = tab_step.build(), tab_generate.build(), tab_softmax.build()
     tab_inside.wire(tab_inside.build(), main.model)
+    ui.course_links(("p_the", "P(the | The cat sat on) = 0.42"), ("hidden_index", "which hidden state predicts x_t"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, prompt=main.prompt, model=main.model, temperature=main.temperature, top_k=main.top_k,
             top_p=main.top_p)

@@ -32,6 +32,7 @@ def build(demo: gr.Blocks) -> None:
     second = tab_nsp.build(demo)
     third = tab_spans.build(demo)
     fourth = tab_mask_rate.build(demo)
+    ui.course_links(("fifteen_percent", "“15 %: empirically optimal”"), ("mask_five", "15 % of a 5-token sentence"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],

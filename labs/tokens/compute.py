@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from labs.core.models import models
+from labs.core.models import gpt2_offline, models
 from labs.core.errors import BadInput, check_text, message_for
 
 MAX_CHARS = 5000
@@ -132,12 +132,13 @@ def check_models(names) -> list[str]:
     """A list of registry names; empty (or None) means every model offered here (offline, that leaves
     out the Hub's models that are not in the local cache: nothing tries to reach them)."""
     if names in (None, "", []):
-        return list(models.registry())
+        offline_gpt2 = [gpt2_offline.NAME] if "gpt2" not in models.registry() and gpt2_offline.available() else []
+        return list(models.registry()) + offline_gpt2
     if isinstance(names, str):
         names = [n for n in names.split(",") if n.strip()]
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise BadInput("models must be a list of model names (or empty for every model offered here).")
-    return [models.get_choice(n).name for n in names]  # an unknown name: ModelUnavailable, named
+    return [n if n == gpt2_offline.NAME else models.get_choice(n).name for n in names]  # unknown: ModelUnavailable
 
 
 def resolve(names=None) -> list[Resolved]:
@@ -146,7 +147,8 @@ def resolve(names=None) -> list[Resolved]:
     found = []
     for name in check_models(names):
         try:
-            found.append(Resolved(name, models.load_tokenizer(name)))
+            found.append(Resolved(name, gpt2_offline.tokenizer() if name == gpt2_offline.NAME
+                                  else models.load_tokenizer(name)))
         except Exception as exc:  # one tokenizer missing keeps the others
             found.append(Resolved(name, error=message_for(exc)))
     return found

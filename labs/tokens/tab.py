@@ -195,6 +195,7 @@ def build(demo: gr.Blocks) -> None:
     every = every_tokenizer_section()
     steps = bpe_section()
     trained = train_section()
+    ui.course_links(("gpt2_ids", "GPT-2's ids for “The cat sat on”"), ("wordpiece_lecture", "the lecture's WordPiece splits"), ("wordpiece_textbook", "the textbook's splits"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=every.text)
 

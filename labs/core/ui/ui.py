@@ -198,6 +198,13 @@ def as_student(fn):
     return wrapper
 
 
+def course_links(*rows: tuple[str, str]) -> gr.Markdown:
+    """Links to this lab's rows of "Check the course" (Choosing a model): (row id, what it checks)."""
+    items = " · ".join(f"[{esc(words)}](?tab=choosing&check={row})" for row, words in rows)
+    return gr.Markdown(f"**The course's own examples, checked on the real models:** {items}",
+                       elem_classes=["lab-course-links"])
+
+
 def explainer(text: str) -> gr.Markdown:
     """The two or three sentences at the top of a tab: what the student sees and why."""
     return gr.Markdown(text, elem_classes=["lab-explainer"])

@@ -1,0 +1,324 @@
+"""Choosing a model, "Check the course": every worked example and checkable figure of the course's five
+documents that a model, a tokenizer, the library or the cited paper can check, quoted exactly (document
+and slide or section), beside what the real model or source gives, with a verdict: "agrees", "differs"
+or "not measured here" (a model only the Hub has), and one line of explanation.
+
+The quotes are the documents' own text (tests/test_course.py finds each, verbatim, in ../shared/course);
+the measurements run now, on the models this server has. Sources for the published figures are named in
+each row's note."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from labs.core.errors import BadInput
+from labs.core.models import gpt2_offline, models
+
+LECTURE, HANDOUT, STRATEGIES, TEXTBOOK, SUMMARY = (
+    "Lecture, Week 6", "Handout", "Lecture, Pre-training Strategies", "Textbook", "Summary sheet")
+# The course's documents in ../shared/course, by how the app cites them (README there)
+FILES = {LECTURE: "000_e134d1b9ed4e6724.txt", HANDOUT: "001_a53bc6faf6cc4263.txt",
+         STRATEGIES: "002_e542dddf905ba18f.txt", TEXTBOOK: "003_4e137ff2e23b0b86.txt",
+         SUMMARY: "004_1eb174af2e36d6dc.txt"}
+AGREES, DIFFERS, NOT_HERE = "agrees", "differs", "not measured here"
+BERT, GPT2 = "bert-base-uncased", "gpt2"
+STAND_IN = models.MINILM_NAME  # an uncased WordPiece tokenizer with bert-base-uncased's 30,522-entry vocabulary
+
+
+@dataclass
+class Row:
+    id: str
+    topic: str
+    document: str
+    where: str  # the slide title or section, as the document writes it
+    quote: str  # verbatim
+    lab: str  # the lab that shows it (?tab=…)
+    verdict: str = NOT_HERE
+    measured: str = ""
+    measured_with: str = ""
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------ what measures
+
+def offered(name: str) -> bool:
+    return name in models.registry()
+
+
+def bert_tokenizer():
+    """(tokenizer, what measured): bert-base-uncased's, else MiniLM's (the same uncased vocabulary), named."""
+    if offered(BERT):
+        return models.load_tokenizer(BERT), BERT
+    if offered(STAND_IN):
+        return models.load_tokenizer(STAND_IN), f"{STAND_IN}'s tokenizer (bert-base-uncased's 30,522-entry vocabulary)"
+    return None, ""
+
+
+def gpt2_tokenizer():
+    if offered(GPT2):
+        return models.load_tokenizer(GPT2), GPT2
+    if gpt2_offline.available():
+        return gpt2_offline.tokenizer(), gpt2_offline.NAME
+    return None, ""
+
+
+def splits(row: Row, words: list[tuple[str, list[str]]]) -> Row:
+    """WordPiece splits as the course prints them, beside the uncased tokenizer's."""
+    tok, used = bert_tokenizer()
+    if tok is None:
+        row.note = "needs an uncased WordPiece tokenizer: install the offline models or go online"
+        return row
+    found = [(word, claimed, tok.tokenize(word)) for word, claimed in words]
+    row.measured = "; ".join(f"“{w}” → {' '.join(real)}" for w, _, real in found)
+    row.measured_with = used
+    row.verdict = AGREES if all([p.lower() for p in claimed] == real for _, claimed, real in found) else DIFFERS
+    return row
+
+
+# ------------------------------------------------------------------ the rows, one function each
+
+def gpt2_ids() -> Row:
+    row = Row("gpt2_ids", "GPT-2's token ids", LECTURE, "Worked Example: Computing $P(\\text{next word})$",
+              "[The=50256, cat=3797, sat=3332, on=319]", "tokens")
+    tok, used = gpt2_tokenizer()
+    if tok is None:
+        row.note = "needs GPT-2's tokenizer (gpt2 from the Hub, or openai-whisper's copy: requirements-offline.txt)"
+        return row
+    ids = tok("The cat sat on")["input_ids"]
+    pieces = tok.convert_ids_to_tokens(ids)
+    row.measured = (f"{' '.join(f'{p}={i}' for p, i in zip(pieces, ids))}; 50256 = "
+                    f"{tok.convert_ids_to_tokens(50256)}")
+    row.measured_with, row.verdict = used, AGREES if ids == [50256, 3797, 3332, 319] else DIFFERS
+    row.note = ("“The” is 464; 50256 is <|endoftext|>, the end-of-text token. 3797, 3332 and 319 are right, and are "
+                "“Ġcat”, “Ġsat”, “Ġon”: the word with the space before it (Ġ).")
+    return row
+
+
+def wordpiece_lecture() -> Row:
+    row = splits(Row("wordpiece_lecture", "WordPiece splits", LECTURE, "WordPiece: Subword Units",
+                     "“unhappiness” → [“un”, “##happiness”]", "tokens"),
+                 [("playing", ["play", "##ing"]), ("unhappiness", ["un", "##happiness"]),
+                  ("COVID", ["CO", "##VI", "##D"])])
+    row.note = ("The slide also gives “playing” → [“play”, “##ing”] and “COVID” → [“CO”, “##VI”, “##D”]. A frequent "
+                "word is one token (“playing”); “##happiness” is not in the 30,522-entry vocabulary; an uncased "
+                "tokenizer lower-cases “COVID” first.")
+    return row
+
+
+def wordpiece_textbook() -> Row:
+    row = splits(Row("wordpiece_textbook", "WordPiece splits", TEXTBOOK, "20.3.3 WordPiece",
+                     "\"embeddings\" -> [\"embed\", \"##ding\", \"##s\"]", "tokens"),
+                 [("embeddings", ["embed", "##ding", "##s"]), ("Washington", ["wash", "##ing", "##ton"])])
+    row.note = ("20.6.4 also splits “Washington” into [\"Wash\", \"##ing\", \"##ton\"]; in the uncased vocabulary it is one "
+                "token. The splits depend on the vocabulary: measure, do not assume.")
+    return row
+
+
+def qa_indices() -> Row:
+    row = Row("qa_indices", "Answer span indices", SUMMARY, "Span Prediction (QA)",
+              "Input: [CLS] Where is Paris? [SEP] Paris is in France [SEP]", "finetune")
+    tok, used = bert_tokenizer()
+    note = ("The sheet says start “index 5: \"Paris\"”, end “index 8: \"France\"”. Counting from 0, index 5 is "
+            "[SEP]; and “Where is Paris?” is answered by “France” alone, not “Paris is in France”.")
+    if tok is None:
+        row.note = note
+        return row
+    tokens = tok.convert_ids_to_tokens(tok("Where is Paris?", "Paris is in France")["input_ids"])
+    row.measured = ", ".join(f"{i}: {t}" for i, t in enumerate(tokens))
+    row.measured_with, row.note = used, note + " What a SQuAD model answers needs one from the Hub (not measured here)."
+    row.verdict = AGREES if tokens[5:6] == ["paris"] and tokens[8:9] == ["france"] else DIFFERS
+    return row
+
+
+def p_cat() -> Row:
+    row = Row("p_cat", "P(cat) for “The [MASK] sat on the mat”", LECTURE, "Worked Example: Predicting Masked Tokens",
+              "$P(\\text{cat}) = 0.73$", "fill_mask")
+    if not offered(BERT):
+        row.note = "illustrative in the lecture; bert-base-uncased's own probability needs the Hub model"
+        return row
+    return _measured_p(row, models.load(BERT, "masked"), "The [MASK] sat on the mat.", "cat", 0.73)
+
+
+def p_the() -> Row:
+    row = Row("p_the", "P(the | The cat sat on)", LECTURE, "Worked Example: Computing $P(\\text{next word})$",
+              "$P(\\text{the}) = 0.42$ (highest!)", "next_token")
+    if not offered(GPT2):
+        row.note = "illustrative in the lecture; gpt2's own probability needs the Hub model"
+        return row
+    return _measured_p(row, models.load(GPT2, "causal"), "The cat sat on", " the", 0.42)
+
+
+def _measured_p(row: Row, loaded, text: str, word: str, claimed: float) -> Row:
+    """The model's own probability of `word` at the blank (masked LM) or next (causal LM)."""
+    import torch
+
+    tok = loaded.tokenizer
+    enc = tok(text.replace("[MASK]", tok.mask_token or "[MASK]"), return_tensors="pt").to(loaded.device)
+    with torch.inference_mode():
+        logits = loaded.model(**enc).logits[0]
+    position = (enc["input_ids"][0] == tok.mask_token_id).nonzero()[0, 0] if loaded.family == "masked" else -1
+    probs = torch.softmax(logits[position].float(), -1)
+    target = tok.convert_tokens_to_ids(tok.tokenize(word)[0])
+    top = int(probs.argmax())
+    p = float(probs[target])
+    row.measured = f"P({word.strip()}) = {p:.2f}; top guess “{tok.convert_ids_to_tokens(top)}” ({float(probs[top]):.2f})"
+    row.measured_with, row.verdict = loaded.name, AGREES if abs(p - claimed) < 0.005 else DIFFERS
+    row.note = "the lecture's number is illustrative; this is the real model's softmax"
+    return row
+
+
+def fifteen_percent() -> Row:
+    return Row("fifteen_percent", "Mask rate", LECTURE, "Quick Quiz", "- 15%: Empirically optimal", "pretraining",
+               DIFFERS, "T5's ablation (Raffel et al. 2020, table 4): 10 / 15 / 25 / 50 % → GLUE 82.82 / 83.28 / "
+               "83.00 / 81.27; Wettig et al. 2023: 40 % beats 15 % for BERT-large", "the cited papers",
+               "15 % was slightly best in T5's setting, not a law: with larger models a higher rate does better. "
+               "Pre-training's mask-rate curve measures a real model at 5–80 %.")
+
+
+def chinchilla() -> Row:
+    n = 1e9
+    wrong_d, right_d = n / 20, 20 * n
+    return Row("chinchilla", "Compute-optimal data", TEXTBOOK, "20.13.2 Scaling Laws for Pre-training Data",
+               "$$N_{\\text{optimal}} \\approx 20 \\times D$$", "cost", DIFFERS,
+               f"N = 20·D gives 1B parameters {wrong_d:.0e} tokens; D ≈ 20·N gives {right_d:.0e} (Hoffmann et al. "
+               "2022, table 3: 20.2B)", "hand computation; the cited paper",
+               "Inverted: tokens ≈ 20 × parameters. The section's own example (1B parameters on 20B tokens) "
+               "follows D ≈ 20·N.")
+
+
+def llrd_code() -> Row:
+    base, decay, layers = 2e-5, 0.95, 12
+    rates = [base * decay ** (layers - i) for i in range(layers)]  # the textbook's own line, for i in 0..11
+    return Row("llrd_code", "Layer-wise learning-rate decay", TEXTBOOK,
+               "20.7.4 Layer-wise Learning Rate Decay (Discriminative Fine-tuning)",
+               "lr = base_lr * (decay ** (num_layers - i))", "finetune", DIFFERS,
+               f"layer 11 (the top): {rates[-1]:.3e} = 0.95 × base; layer 0: {rates[0]:.3e}",
+               "the section's code, run", "The text says the top layer gets the base rate; the code gives it "
+               "0.95 × base (num_layers − i is 1 at i = 11), and never gives the embeddings or the pooler to the "
+               "optimizer. Fine-tune's llrd strategy gives the top layer and the head the base rate.")
+
+
+def frozen_layers() -> Row:
+    """The textbook's freezing loop run on a BERT with 12 layers (small width: only the structure matters)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(42)
+    model = BertForSequenceClassification(BertConfig(hidden_size=32, num_hidden_layers=12, num_attention_heads=2,
+                                                     intermediate_size=64, vocab_size=100))
+    for param in model.bert.embeddings.parameters():
+        param.requires_grad = False
+    for i in range(8):
+        for param in model.bert.encoder.layer[i].parameters():
+            param.requires_grad = False
+    training = [i for i, layer in enumerate(model.bert.encoder.layer) if all(p.requires_grad for p in layer.parameters())]
+    others = [n for n in ("pooler", "classifier") if all(p.requires_grad for p in getattr(
+        model.bert if n == "pooler" else model, n).parameters())]
+    return Row("frozen_layers", "Which layers a partial fine-tune updates", TEXTBOOK,
+               "20.7.3 Partial Fine-Tuning (Freezing Lower Layers)",
+               "# Only layers 9-11 and the classifier head will be updated", "finetune", DIFFERS,
+               f"layers {training[0]}–{training[-1]} ({len(training)} layers), {' and '.join(others)} train",
+               "the section's code, run on a 12-layer BERT", "The loop freezes layers 0–7, so layers 8–11 train "
+               "(counting from 0), with the pooler and the classifier.")
+
+
+def mixed_precision() -> Row:
+    fp32, mixed = 4 + 4 + 4 + 4, 2 + 2 + 4 + 4 + 4  # weights, grads, Adam's two moments (+ fp32 master copy)
+    return Row("mixed_precision", "Memory of mixed precision", TEXTBOOK, "20.11.3 Mixed Precision Training",
+               "Mixed precision approximately halves memory usage", "cost", DIFFERS,
+               f"with Adam: fp32 {fp32} bytes per parameter, mixed precision {mixed} (fp16 weights and gradients, "
+               "fp32 master weights and both moments)", "hand computation (Rajbhandari et al. 2020, ZeRO)",
+               "Weights and optimizer state do not shrink; the activations halve, so memory falls only where "
+               "activations dominate. Cost & scale's memory calculator shows both.")
+
+
+def bert_cost() -> Row:
+    return Row("bert_cost", "What BERT cost", LECTURE, "The \\$1 Million Problem",
+               "Training BERT from scratch: \\$1M+. Fine-tuning: \\$50-500. Game changer.", "cost", DIFFERS,
+               "Strubell et al. 2019: BERT-base, 64 V100s × 79.2 h, $3,751–12,571 (cloud, 2019 prices)",
+               "the cited paper", "The same deck says “Cost: \\$7,000 compute” (BERT's Two Pre-training "
+               "Objectives): the two figures disagree by 140×; $7,000 is inside the measured range.")
+
+
+def bert_hardware() -> Row:
+    return Row("bert_hardware", "BERT's hardware", LECTURE, "BERT Architecture: The Details",
+               "Training BERT-base from scratch: 4 days on 64 TPUs", "cost", DIFFERS,
+               "Devlin et al. 2019: BERT-base on 4 Cloud TPUs (16 TPU chips), BERT-large on 16 Cloud TPUs (64 "
+               "chips), 4 days each", "the cited paper",
+               "64 chips was BERT-large; the textbook (20.2.6) gives BERT-large “16 TPU v3 chips”, which was "
+               "BERT-base's count.")
+
+
+def gpt3_time() -> Row:
+    return Row("gpt3_time", "How long GPT-3 trained", LECTURE, "GPT Architecture: The Details",
+               "- GPT-3: \\$4.6M (months on 10K GPUs)", "cost", DIFFERS,
+               "Patterson et al. 2021: about 14.8 days on 10,000 V100 GPUs", "the cited paper",
+               "Two weeks, not months; $4.6M is Lambda Labs' 2020 estimate for one V100-equivalent at list price.")
+
+
+def masking_expectation() -> Row:
+    n, p = 5, 0.15
+    pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(3)]
+    return Row("mask_five", "15 % of a 5-token sentence", HANDOUT, "B1: BERT's Masked Language Modeling",
+               "If we mask 15% (1 token), and choose position 2 (\"brown\"):", "pretraining", DIFFERS,
+               f"expected 5 × 0.15 = {n * p:.2f} tokens; P(0) = {pmf[0]:.3f}, P(1) = {pmf[1]:.3f}, P(2) = {pmf[2]:.3f}",
+               "binomial, by hand", "Each token is chosen with probability 0.15 (DataCollatorForLanguageModeling "
+               "draws it so): a 5-token sentence often gets no mask at all.")
+
+
+def update_rule() -> Row:
+    return Row("update_sign", "The fine-tuning update", HANDOUT, "B3: Fine-tuning Mathematics",
+               "$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} L_{\\text{task}}$$",
+               "finetune", DIFFERS, "θ − α·∇θL (torch.optim.SGD subtracts the gradient)", "the library",
+               "Gradient descent steps against the gradient; with + the loss grows.")
+
+
+def hidden_state_index() -> Row:
+    return Row("hidden_index", "Which hidden state predicts x_t", HANDOUT, "B2: GPT's Autoregressive Modeling",
+               "where h_t is the hidden state at position t.", "next_token", DIFFERS,
+               "the distribution over x_t is read from the state at position t − 1 (the last token seen)",
+               "the model's own forward pass", "The Week 6 deck has it right (the state of “on” predicts the next "
+               "word). Next token's logit lens reads exactly that position.")
+
+
+def lora_percent() -> Row:
+    d, r = 768, 16
+    added = r * (d + d)
+    return Row("lora_percent", "LoRA's share", HANDOUT, "B6: Advanced Concepts",
+               "Original model: 340M parameters LoRA rank r=16:", "finetune", DIFFERS,
+               f"r·(d_in + d_out) = {added:,}: {100 * added / d ** 2:.2f} % of the 768 × 768 matrix, "
+               f"{100 * added / 110e6:.4f} % of BERT-base (110M)", "the LoRA formula (peft counts the same)",
+               "340M parameters is BERT-large, whose width is 1024, not 768 (BERT-base, 110M): “% of original” "
+               "is ambiguous. Fine-tune's LoRA calculator counts with peft.")
+
+
+def imagenet_labels() -> Row:
+    return Row("imagenet_labels", "ImageNet's labels", LECTURE, "The Transfer Learning Dream",
+               "- Train on 1M images (unsupervised labels)", "choosing", DIFFERS,
+               "ImageNet's labels were assigned by people (Deng et al. 2009)", "the cited dataset",
+               "Supervised pre-training; NLP's pre-training is self-supervised (the text is its own label).")
+
+
+ROWS = (gpt2_ids, wordpiece_lecture, wordpiece_textbook, qa_indices, p_cat, p_the, fifteen_percent, chinchilla,
+        llrd_code, frozen_layers, mixed_precision, bert_cost, bert_hardware, gpt3_time, masking_expectation,
+        update_rule, hidden_state_index, lora_percent, imagenet_labels)
+
+
+def check_course(row: str = "") -> dict:
+    """The `/check_course` API: {"rows": [every row]} (or the one row named)."""
+    rows = [fn() for fn in ROWS]
+    if row:
+        rows = [r for r in rows if r.id == row]
+        if not rows:
+            raise BadInput(f"No row called “{str(row)[:40]}”. Rows: {', '.join(r_id for r_id in row_ids())}.")
+    return {"rows": [r.to_json() for r in rows], "documents": FILES}
+
+
+def row_ids() -> list[str]:
+    return ["gpt2_ids", "wordpiece_lecture", "wordpiece_textbook", "qa_indices", "p_cat", "p_the", "fifteen_percent",
+            "chinchilla", "llrd_code", "frozen_layers", "mixed_precision", "bert_cost", "bert_hardware", "gpt3_time",
+            "mask_five", "update_sign", "hidden_index", "lora_percent", "imagenet_labels"]
