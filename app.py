@@ -18,11 +18,11 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
 
 import gradio as gr  # noqa: E402
 
+from labs.attention import tab as attention  # noqa: E402
+from labs.choosing import tab as choosing  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, tab_bar
 from labs.core.ui import status, theme, ui
-from labs.attention import tab as attention  # noqa: E402
-from labs.choosing import tab as choosing  # noqa: E402
 from labs.cost import tab as cost  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402

@@ -16,9 +16,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def main() -> None:
     import torch
 
+    from labs.choosing import few_shot
     from labs.core.models import models
     from labs.core.work import lm
-    from labs.choosing import few_shot
     from labs.core.work.jobs import JOBS
 
     loaded = models.load(models.SMOLLM2_NAME, "causal")

@@ -89,9 +89,9 @@ def bench_attention(rows: list) -> None:
     import torch
     from bertviz import head_view, model_view
 
+    from labs.attention import tab
     from labs.core.models import models
     from labs.core.work import lm
-    from labs.attention import tab
 
     loaded = models.load(BERT.name)
     words = ("the river bank was quiet that morning so she sat down and watched the slow brown water "

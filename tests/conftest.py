@@ -6,6 +6,7 @@ tests always run offline (the Hub is unreachable on the course machines anyway).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import shutil
@@ -272,3 +273,20 @@ def wait_until(condition, timeout: float = 60) -> None:
     while not condition():
         assert time.time() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def run_async(coroutine):
+    """asyncio.run in a thread of its own: a browser test's Playwright may hold this thread's event loop."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # handed to the test's thread
+            outcome["error"] = exc
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

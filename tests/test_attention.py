@@ -14,10 +14,10 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
-from labs.core.models import models
 from labs.attention import compute as attention
 from labs.attention import views
 from labs.core.errors import BadInput
+from labs.core.models import models
 
 PAIR = ("I sat on the river bank.", "I went to the bank to open an account.")
 HOSTILE = "</script><script>alert('x')</script><img src=x onerror=alert(1)> <!-- bank &amp;"

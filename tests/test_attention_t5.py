@@ -13,12 +13,12 @@ import torch
 from conftest import gate_first_batch, wait_until
 from gradio_client.exceptions import AppError
 
-from labs.core.models import models
-from labs.core.ui import ui
-from labs.core.work import lm
 from labs.attention import compute as attention
 from labs.attention import tab as attention_tab
 from labs.attention import views
+from labs.core.models import models
+from labs.core.ui import ui
+from labs.core.work import lm
 from labs.masks import compute as masks
 from labs.masks import tab as masks_tab
 

@@ -13,9 +13,9 @@ import torch
 from conftest import gate_first_batch, wait_until
 from gradio_client.exceptions import AppError
 
+from labs.attention import compute as attention
 from labs.core.models import models
 from labs.core.work import batching, lm
-from labs.attention import compute as attention
 from labs.fill_mask import compute as fill_mask
 from labs.next_token import compute as next_token
 from labs.next_token import generation, streaming

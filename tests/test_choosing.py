@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import open_tab, screenshot
 
-from labs.core.models import models
-from labs.core.work import lm
 from labs.choosing import bias, cards, domains, few_shot, tab_cards, tasks
 from labs.core.errors import BadInput
-from conftest import open_tab, screenshot
+from labs.core.models import models
+from labs.core.work import lm
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import pytest
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
+from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.cost import compute, course, measure, memory, presets, scaling
 from labs.cost import tab as cost_tab
-from labs.core.errors import BadInput
 
 # ------------------------------------------------------------ compute, time, money, energy
 

@@ -10,9 +10,9 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
-from labs.core.models import models
 from labs.choosing import distillation
 from labs.core.errors import BadInput
+from labs.core.models import models
 from labs.core.models.registry import ModelChoice
 
 

@@ -9,10 +9,10 @@ import torch
 from conftest import open_tab
 from gradio_client.exceptions import AppError
 
+from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.work import lm
 from labs.embeddings import compute
-from labs.core.errors import BadInput
 
 FLOODED = "The bank was flooded.\nThe bank was robbed."
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from labs.core.models import models, registry
-from labs.core.work import lm
 from labs.core.errors import BadInput
-from labs.core.work.padding import pad_rows
+from labs.core.models import models, registry
 from labs.core.models.registry import ModelUnavailable
+from labs.core.work import lm
+from labs.core.work.padding import pad_rows
 
 TEXT = "The cat sat on the mat."
 

@@ -8,9 +8,9 @@ import pytest
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
+from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput
 from labs.fill_mask import compute as fill_mask
 from labs.fill_mask import tab as fill_mask_tab
 

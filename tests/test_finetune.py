@@ -11,8 +11,8 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
-from labs.core.models import models
 from labs.core.errors import BadInput
+from labs.core.models import models
 from labs.finetune import codegen, strategies, training
 from labs.finetune import data as datasets
 

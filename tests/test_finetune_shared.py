@@ -4,18 +4,18 @@ the queue's place; the tab shows it; Stop leaves a shared run without stopping i
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from types import SimpleNamespace
 
 import pytest
+from conftest import run_async
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from labs.core.work.jobs import JOBS, Queued
 from labs.finetune import data as datasets
 from labs.finetune import shared_runs, strategies, training
 from labs.finetune import tab_run as finetune_tab
-from labs.core.work.jobs import JOBS, Queued
 
 
 def settings(tiny_models, seed: int, epochs: int = 1, lr: float = 1e-3):
@@ -101,7 +101,7 @@ def test_the_tab_shows_the_place_in_the_queue(tiny_models):
         await handler.aclose()  # the page closes: the waiting job leaves the queue
         return outputs
 
-    (progress, *_), = asyncio.run(first_two_outputs())
+    (progress, *_), = run_async(first_two_outputs())
     assert "1 run ahead of yours, about" in progress and "Stop leaves the queue" in progress
     follower.join(300)
     assert JOBS.waiting() == 0

@@ -9,9 +9,9 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
+from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput
 from labs.finetune import codegen, compare, forgetting, strategies, tab_tasks, tasks, training
 
 

@@ -12,9 +12,9 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
+from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput
 from labs.next_token import beam_tree, inside, tab_inside
 
 SMOL = models.SMOLLM2_NAME

@@ -8,6 +8,7 @@ import asyncio
 import threading
 
 import pytest
+from conftest import run_async
 
 from labs.core.work.jobs import Job, JobGone, Jobs, Queued
 
@@ -201,7 +202,7 @@ def test_async_followers_see_the_same_events():
         work.open()
         return await asyncio.gather(*tasks)
 
-    assert asyncio.run(both()) == [[0, 1, 2], [0, 1, 2]] and work.runs == 1
+    assert run_async(both()) == [[0, 1, 2], [0, 1, 2]] and work.runs == 1
 
 
 def test_a_closed_page_cancels_its_waiting_job():
@@ -215,7 +216,7 @@ def test_a_closed_page_cancels_its_waiting_job():
             raise asyncio.CancelledError  # the page closes while its job waits
 
     with pytest.raises(asyncio.CancelledError):
-        asyncio.run(page())
+        run_async(page())
     assert jobs.waiting() == 0
     running.open()
 

@@ -9,8 +9,8 @@ import gradio as gr
 import pytest
 from conftest import ROOT
 
-from labs.core.ui import ui
 from labs.core.errors import MAX_CHARS, BadInput, InputName, check_name, check_text
+from labs.core.ui import ui
 
 
 def messages(what: str) -> list[str]:

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from labs.core.models import models, offline_cache
-from labs.core.ui import status
 from labs.core.models.models import ModelUnavailable
+from labs.core.ui import status
 
 
 def test_family_is_read_from_the_config_architectures():
@@ -69,7 +69,7 @@ def test_unknown_model_gives_a_friendly_error():
 
 
 def test_hub_model_offline_says_how_to_get_it():
-    with pytest.raises(ModelUnavailable, match=r"python -m labs\.download"):
+    with pytest.raises(ModelUnavailable, match=r"\./lab download"):
         models._load_uncached(models.ModelChoice("no-such-org/no-such-model", "masked", "hub",
                                                  "no-such-org/no-such-model", "test"), "mlm")
 

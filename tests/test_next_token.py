@@ -10,8 +10,8 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
-from labs.core.models import models
 from labs.core.errors import BadInput
+from labs.core.models import models
 from labs.next_token import compute as next_token
 from labs.next_token import generation, tab_distribution, tab_generate, tab_step
 

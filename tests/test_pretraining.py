@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import open_tab, screenshot
 
+from labs.core.errors import BadInput, LabError
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, LabError
 from labs.pretraining import mask_rate, nsp, objectives, passages, span_corruption, tab_examples
-from conftest import open_tab, screenshot
 
 WORDS = ("the cat sat on a mat while dog ran in park once upon time there was bank by river she went to open "
          "account language model predicts next token attention lets every look at other quick brown fox jumps "

@@ -13,10 +13,10 @@ import torch
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
-from labs.core.models import models, registry
+from labs.core.errors import BadInput
+from labs.core.models import gpt2_offline, models, registry
 from labs.embeddings import compute as embeddings
 from labs.embeddings import tab as embeddings_tab
-from labs.core.errors import BadInput
 from labs.tokens import compute as tokens
 from labs.tokens import tab as tokens_tab
 
@@ -72,7 +72,8 @@ def test_each_tokenizer_is_resolved_once_per_click(monkeypatch, tiny_models):
     html, out = tokens_tab.on_tokenize(SENTINELS)
     offered = list(models.registry())
     assert sorted(calls) == sorted(offered)  # each once
-    assert [t["model"] for t in out["tokenizers"]] == offered and html.count('class="lab-token-row"') == len(offered)
+    shown = offered + ([gpt2_offline.NAME] if gpt2_offline.available() else [])  # GPT-2's (not a model's)
+    assert [t["model"] for t in out["tokenizers"]] == shown and html.count('class="lab-token-row"') == len(shown)
 
 
 def test_t5_small_is_compared_when_online_and_never_reached_offline(monkeypatch, tiny_models):

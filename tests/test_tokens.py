@@ -13,8 +13,8 @@ from tokenizers import Tokenizer, pre_tokenizers, trainers
 from tokenizers import models as tokenizer_models
 from transformers import AutoTokenizer
 
-from labs.core.models import models
 from labs.core.errors import BadInput
+from labs.core.models import gpt2_offline, models
 from labs.tokens import bpe, compute, train
 
 COURSE = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
@@ -96,7 +96,20 @@ def test_bpe_json_and_bad_merges():
 
 
 def offered() -> list[str]:
-    return list(models.registry())
+    """Every model's tokenizer, and GPT-2's (openai-whisper's copy) when gpt2 itself is not offered."""
+    gpt2 = [gpt2_offline.NAME] if gpt2_offline.available() and "gpt2" not in models.registry() else []
+    return list(models.registry()) + gpt2
+
+
+def gpt2_oracle():
+    """tiktoken itself on openai-whisper's ranks: the oracle for the offline GPT-2 tokenizer."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    encoding = tiktoken.Encoding("gpt2", pat_str=gpt2_offline.PATTERN,
+                                 mergeable_ranks=load_tiktoken_bpe(str(gpt2_offline.ranks_file())),
+                                 special_tokens={gpt2_offline.EOS: gpt2_offline.EOS_ID})
+    return lambda text: {"input_ids": encoding.encode(text)}
 
 
 @pytest.mark.parametrize("text", [compute.EXAMPLES[0], compute.EXAMPLES[4], "Hello  world\n<b>x</b>"])
@@ -105,6 +118,9 @@ def test_ids_equal_each_models_own_tokenizer(text, tiny_models):
     assert [r.model for r in rows] == offered()
     for row in rows:
         assert row.error is None, row.error
+        if row.model == gpt2_offline.NAME:
+            assert row.ids == gpt2_oracle()(text)["input_ids"] and row.vocab_size == 50257
+            continue
         location = models.get_choice(row.model)
         oracle = models.load_tokenizer(row.model) if location.gguf_file else AutoTokenizer.from_pretrained(
             location.location)
@@ -116,7 +132,7 @@ def test_ids_equal_each_models_own_tokenizer(text, tiny_models):
 def test_decoding_the_ids_gives_the_text_back():
     text = compute.EXAMPLES[0]
     for row in compute.tokenize(text):
-        tokenizer = models.load_tokenizer(row.model)
+        tokenizer = gpt2_offline.tokenizer() if row.model == gpt2_offline.NAME else models.load_tokenizer(row.model)
         decoded = tokenizer.decode(row.ids, skip_special_tokens=True)
         assert decoded.strip().lower() == text.lower(), row.model  # uncased models lower-case
 

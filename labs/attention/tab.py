@@ -11,11 +11,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from labs.core.models import models
-from labs.core.ui import plots, ui
 from labs.attention import compute, views
 from labs.attention.compute import EXAMPLES, AttentionRun
 from labs.core.errors import MAX_CHARS, each
+from labs.core.models import models
+from labs.core.ui import plots, ui
 
 TITLE = "Attention"
 ID = "attention"  # the ?tab= link and the folder

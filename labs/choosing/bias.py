@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_text
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "bias_probe.csv"
 FAMILIES = ("masked", "causal")

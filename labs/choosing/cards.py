@@ -12,8 +12,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from labs.core.models import models
 from labs.core.errors import BadInput, check_bool, check_name
+from labs.core.models import models
 
 LATENCY_TEXT = "The cat sat on the mat because it was warm and quiet there."  # one sentence, ~14 tokens
 LATENCY_RUNS = 3  # timed passes after one warm-up; the median is reported

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_text
 from labs.core.work.jobs import JOBS
 
 FAMILIES = ("masked",)

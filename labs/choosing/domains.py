@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from labs.core.errors import BadInput, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_text
 from labs.core.work.jobs import JOBS
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "domains.txt"

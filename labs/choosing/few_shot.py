@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_text
 from labs.core.work.jobs import JOBS
 
 DATA = Path(__file__).resolve().parents[2] / "assets" / "few_shot.csv"

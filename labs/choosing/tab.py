@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from labs.core.ui import ui
 from labs.choosing import (
     bias,
     cards,
@@ -18,6 +17,7 @@ from labs.choosing import (
     tab_few_shot,
     tab_tasks,
 )
+from labs.core.ui import ui
 
 TITLE = "Choosing a model"
 ID = "choosing"

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from labs.choosing import bias, domains
 from labs.core.models import models
 from labs.core.ui import plots, ui
-from labs.choosing import bias, domains
 
 NO_MASKED = ("\n\n⚠️ No masked LM is available here: the masked form of the probe needs bert-base-uncased from the "
              "Hugging Face Hub (run `./lab download` once while online); the causal LM answers above.")

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
-from labs.core.ui import ui
 from labs.choosing import cards, course
+from labs.core.ui import ui
 
 CARD_HEADERS = ["Model", "Family", "Layers", "Hidden", "Heads", "Vocabulary (tokenizer)", "Parameters",
                 "of which embeddings", "Pre-training objective", "One forward pass"]

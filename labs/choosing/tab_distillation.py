@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
+from labs.choosing import distillation
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.choosing import distillation
 
 HEADERS = ["Sentence", "Teacher's word (P)", "Student's word (P)", "Agree?", "KL (nats)"]
 

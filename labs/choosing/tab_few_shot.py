@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import gradio as gr
 import plotly.graph_objects as go
 
+from labs.choosing import few_shot
 from labs.core.models import models
 from labs.core.ui import plots, ui
-from labs.choosing import few_shot
 
 LABEL_CHOICES = [("natural: positive / negative", "natural"), ("arbitrary: apple / banana", "arbitrary")]
 COLOURS = {"natural": plots.BLUE, "arbitrary": plots.RED}

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from labs.core.ui import ui
 from labs.choosing import tasks
+from labs.core.ui import ui
 
 
 def on_task(task_key):

@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_choice, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_choice, check_text
 
 ARCHITECTURES = ("encoder", "decoder", "encoder-decoder")
 HEADS = ("sentence classification head", "token classification head", "answer-span head (start/end)",

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from labs.cost import measure, presets
 from labs.core.errors import BadInput, check_choice, check_int, check_number
+from labs.cost import measure, presets
 
 MAX_PARAMS = 1e15  # a thousand trillion parameters: far beyond any model, far below float overflow
 MAX_TOKENS = 1e17

@@ -3,11 +3,11 @@ calculator's estimate from published N, D and hardware, with a note where they d
 
 from __future__ import annotations
 
+from labs.core.errors import check_number
 from labs.cost import presets
 from labs.cost.compute import cost, training_flops
 from labs.cost.memory import bytes_per_param
 from labs.cost.scaling import optimal_split
-from labs.core.errors import check_number
 
 
 def carbon_exercise(full_mwh: float = presets.GPT3_MWH, full_tonnes: float = presets.GPT3_TONNES,

@@ -9,9 +9,9 @@ B·A beside each adapted d_out × d_in weight: r·(d_in + d_out) parameters per 
 
 from __future__ import annotations
 
+from labs.core.errors import BadInput, check_choice, check_int
 from labs.cost import presets
 from labs.cost.compute import check_params
-from labs.core.errors import BadInput, check_choice, check_int
 
 OPTIMIZERS = ("adam", "sgd")
 # bytes per parameter: (weights, gradients, master copy) by precision; optimizer states by (optimizer, precision)

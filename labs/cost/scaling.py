@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
+from labs.core.errors import check_number
 from labs.cost import presets
 from labs.cost.compute import training_flops
-from labs.core.errors import check_number
 
 MIN_COMPUTE, MAX_COMPUTE = 1e6, 1e32
 

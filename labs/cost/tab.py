@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from labs.core.ui import ui
 from labs.core.errors import check_choice, check_number
+from labs.core.ui import ui
 from labs.cost import compute, memory, presets, scaling, tab_measure, tab_memory, tab_scaling
 from labs.cost.figures import compute_figure, count, devices_figure, duration, money, sci
 

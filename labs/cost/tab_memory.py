@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from labs.core.errors import check_choice
 from labs.core.ui import ui
 from labs.cost import memory, presets
 from labs.cost.figures import count, gigabytes, memory_figure
-from labs.core.errors import check_choice
 
 ROWS = (("weights", "weights"), ("gradients", "gradients"), ("master_copy", "fp32 master copy"),
         ("optimizer", "optimizer states"), ("activations", "activations"), ("total", "**total**"))

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_text
 
 EXAMPLE = """We sat on the river bank and watched the boats. | river
 The bank was flooded after the heavy rain. | river

@@ -9,9 +9,9 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from labs.core.errors import check_int
 from labs.core.ui import plots, ui
 from labs.embeddings import compute
-from labs.core.errors import check_int
 
 TITLE = "Embeddings"
 ID = "embeddings"  # the ?tab= link and the folder

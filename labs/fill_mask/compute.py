@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_text
 
 MAX_BLANKS = 10
 MAX_TOKENS = 256  # a long paragraph: BERT reads 512, but half the length is a quarter of the attention

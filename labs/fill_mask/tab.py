@@ -5,9 +5,9 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
+from labs.core.errors import MAX_CHARS, check_int
 from labs.core.models import models
 from labs.core.ui import plots, ui
-from labs.core.errors import MAX_CHARS, check_int
 from labs.fill_mask import compute
 from labs.fill_mask.compute import DOWNLOAD_HINT, EXAMPLES, MAX_BLANKS
 

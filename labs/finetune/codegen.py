@@ -5,7 +5,6 @@ from __future__ import annotations
 from labs.finetune.strategies import LORA_TARGETS, Settings, parse_strategy
 from labs.finetune.training import MAX_LENGTH
 
-
 LLRD_CODE = """# Layer-wise learning-rate decay: depth l learns at lr · ξ^(L − l)
 # (the top layer and the head at lr, the embeddings at lr · ξ^L).
 import torch

@@ -14,8 +14,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labs.core.models import models
 from labs.core.errors import BadInput
+from labs.core.models import models
 
 BUILTIN_CSV = Path(__file__).resolve().parents[2] / "assets" / "sentiment.csv"
 MAX_CSV_BYTES = 5 * 1024 * 1024

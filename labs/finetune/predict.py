@@ -6,8 +6,8 @@ training example as the loss sees it (the `/predict_task` API)."""
 
 from __future__ import annotations
 
-from labs.core.models import models
 from labs.core.errors import BadInput, check_text
+from labs.core.models import models
 from labs.finetune import tasks
 from labs.finetune.training import kept_model
 

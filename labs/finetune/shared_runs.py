@@ -12,11 +12,11 @@ import hashlib
 import math
 from collections.abc import AsyncIterator
 
+from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import compare, tasks, training
 from labs.finetune.data import Dataset
 from labs.finetune.strategies import Settings, check_settings
 from labs.finetune.training import RunResult, Step
-from labs.core.work.jobs import JOBS, Queued, Ticket
 
 OVERHEAD_STEPS = 12  # loading, evaluating and the forgetting probe of one run, in training steps' time
 # A first guess of a step's time (MiniLM, batch 16, 2 cores: one default run ≈ 13 s for 39 steps and the

@@ -8,8 +8,8 @@ import gc
 import re
 from dataclasses import dataclass
 
-from labs.core.models import models
 from labs.core.errors import BadInput, check_int, check_number
+from labs.core.models import models
 from labs.finetune.data import MAX_CSV_ROWS
 from labs.finetune.tasks import check_task
 

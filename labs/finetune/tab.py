@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
+from labs.core.errors import BadInput, check_int
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.core.errors import BadInput, check_int
 from labs.finetune import (
     codegen,
     data,

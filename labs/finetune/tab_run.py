@@ -13,9 +13,9 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.work.jobs import JOBS, JobGone, Queued
 from labs.finetune import report, shared_runs, strategies, tasks, training
 from labs.finetune.data import Dataset, builtin_data
-from labs.core.work.jobs import JOBS, JobGone, Queued
 
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
 RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",

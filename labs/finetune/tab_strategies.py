@@ -10,8 +10,8 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import plots, ui
-from labs.finetune import compare, report, shared_runs, strategies, tasks
 from labs.core.work.jobs import JobGone, Queued
+from labs.finetune import compare, report, shared_runs, strategies, tasks
 from labs.finetune.training import RunResult
 
 STARTING = "Starting the four runs…"

@@ -7,8 +7,8 @@ import html
 
 import gradio as gr
 
-from labs.core.models import models
 from labs.core.errors import BadInput
+from labs.core.models import models
 from labs.finetune import predict, tasks
 
 # lr, epochs: measured on all-MiniLM-L6-v2 (python -m tests.benchmarks finetune_tasks); pairs overshoot at 3e-4

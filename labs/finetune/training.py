@@ -14,9 +14,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from labs.core.errors import BadInput, check_bool, check_text
 from labs.core.models import models
 from labs.core.work import batching
-from labs.core.errors import BadInput, check_bool, check_text
+from labs.core.work.padding import pad_rows
 from labs.finetune import forgetting, tasks
 from labs.finetune.data import Dataset, accuracy_by_domain, builtin_data, take_train
 from labs.finetune.strategies import (
@@ -26,7 +27,6 @@ from labs.finetune.strategies import (
     count_params,
     layer_rates,
 )
-from labs.core.work.padding import pad_rows
 
 MAX_LENGTH = 64  # tokens per sentence; the built-in reviews are far shorter
 SAMPLE_SENTENCES = 6  # validation sentences shown before / after

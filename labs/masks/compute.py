@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text, each
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_text, each
 
 MAX_TOKENS = 64
 MODEL_TOKENS = 128  # the real models read at most this many tokens (as in the Attention lab)

@@ -8,9 +8,9 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import plots, ui
-from labs.core.errors import MAX_CHARS
 from labs.masks import compute
 from labs.masks.compute import EXAMPLE
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from labs.core.errors import check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
 from labs.next_token.compute import resolved
-from labs.core.errors import check_int, check_text
 
 EXAMPLE = "The best way to learn is"
 BEAMS_RANGE = (2, 8)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_number, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_number, check_text
 
 TOP_N = 20
 EXAMPLE = "Once upon a time, there was a"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
+from labs.core.errors import BadInput, check_choice, check_int
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_choice, check_int
 from labs.next_token import streaming
 from labs.next_token.compute import (
     MAX_PROMPT_TOKENS,

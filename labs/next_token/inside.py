@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
 from labs.next_token.compute import resolved
-from labs.core.errors import BadInput, check_int, check_text
 
 SCORE_EXAMPLE = "The cat sat on the mat."
 SCRAMBLED_EXAMPLE = "Mat the on sat cat the."

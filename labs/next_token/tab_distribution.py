@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import gradio as gr
 
+from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import plots, ui
-from labs.core.errors import MAX_CHARS
 from labs.next_token import compute
 from labs.next_token.compute import EXAMPLE
 

@@ -10,8 +10,8 @@ import pandas as pd
 
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.next_token import generation
 from labs.core.ui.switches import StopSwitches
+from labs.next_token import generation
 
 GENERATING = 32  # generations in flight at once: greedy ones share batches; sampling and beams run two at a time
 STOPS = StopSwitches()

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
+from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.core.errors import MAX_CHARS
 from labs.next_token import beam_tree, inside, inside_plots
 from labs.next_token.tab_generate import BEAM_HEADERS
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import gradio as gr
 import pandas as pd
 
-from labs.core.ui import ui
 from labs.core.errors import BadInput
+from labs.core.ui import ui
 from labs.next_token import compute
 from labs.next_token.compute import B2_LOGITS, B2_WORDS
 

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from labs.core.errors import check_int
 from labs.core.models import models
 from labs.core.ui import plots, ui
 from labs.core.work import lm
-from labs.core.errors import check_int
 from labs.next_token import compute
 from labs.next_token.tab_distribution import show, shown, shown_outputs
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_bool, check_int, check_number, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_bool, check_int, check_number, check_text
 from labs.core.work.jobs import JOBS
 from labs.pretraining import passages
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_text
 from labs.core.work.jobs import JOBS
 from labs.pretraining import passages
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_text
 from labs.pretraining import passages, span_corruption
 
 EXAMPLE = "The night train leaves before midnight. Passengers find their cabins and unfold the narrow beds."

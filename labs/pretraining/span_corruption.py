@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from labs.core.errors import BadInput, check_int, check_number, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.core.errors import BadInput, check_int, check_number, check_text
 
 EXAMPLE = ("Thank you for inviting me to your party last week. The music was great and "
            "everybody danced until midnight.")

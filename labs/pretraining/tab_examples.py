@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import gradio as gr
 
+from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.core.errors import MAX_CHARS
 from labs.pretraining import objectives
 
 WORD, PIECE, SPECIAL, CHOSEN, SENTINEL = "#dbeafe", "#ede9fe", "#e5e7eb", "#fecaca", "#fde68a"

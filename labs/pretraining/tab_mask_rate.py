@@ -7,9 +7,9 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import plots, ui
-from labs.core.errors import MAX_CHARS
 from labs.pretraining import mask_rate
 
 NEEDS_BERT = ("The mask-rate curve needs a masked LM (bert-base-uncased), which is not available here. While online, "

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import gradio as gr
 
+from labs.core.errors import MAX_CHARS, LabError, message_for
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.core.errors import LabError, MAX_CHARS, message_for
 from labs.pretraining import nsp, passages
 from labs.pretraining.tab_examples import SEGMENTS, chips
 

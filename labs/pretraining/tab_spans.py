@@ -6,9 +6,9 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
+from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.core.errors import MAX_CHARS
 from labs.pretraining import span_corruption
 from labs.pretraining.tab_examples import SENTINEL, SPECIAL, WORD, chips
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from labs.core.models import gpt2_offline, models
 from labs.core.errors import BadInput, check_text, message_for
+from labs.core.models import gpt2_offline, models
 
 MAX_CHARS = 5000
 EXAMPLES = [

@@ -8,15 +8,8 @@ import threading
 
 from labs.core.errors import BadInput, check_name
 from labs.core.models import extra_models
-from labs.core.models.registry import (
-    HUB_MODELS,
-    ModelChoice,
-    ModelUnavailable,
-    forget_online,
-    hub_online,
-    in_hub_cache,
-    offline_models,
-)
+from labs.core.models import registry as known  # by module: tests stand in for known.hub_online
+from labs.core.models.registry import ModelChoice, ModelUnavailable
 
 _skipped: list[str] = []  # LAB_EXTRA_MODELS entries that cannot be used, and why (for the status line)
 
@@ -36,13 +29,13 @@ def registry() -> dict[str, ModelChoice]:
     with _registry_lock:
         if _registry is None:
             choices: dict[str, ModelChoice] = {}
-            online = hub_online()
-            for choice in HUB_MODELS:
-                if online or in_hub_cache(choice.location):
+            online = known.hub_online()
+            for choice in known.HUB_MODELS:
+                if online or known.in_hub_cache(choice.location):
                     choices[choice.name] = choice
             extras, skipped = extra_models.read(os.environ.get("LAB_EXTRA_MODELS", ""))
             _skipped[:] = skipped
-            for choice in offline_models() + extras:
+            for choice in known.offline_models() + extras:
                 choices.setdefault(choice.name, choice)
             _registry = choices
         return _registry
@@ -53,7 +46,7 @@ def reset_registry() -> None:
     global _registry
     with _registry_lock:
         _registry = None
-    forget_online()
+    known.forget_online()
 
 
 def choices(*families: str, task: str | None = None) -> list[ModelChoice]:

@@ -14,12 +14,12 @@ from pathlib import Path
 import gradio as gr
 from gradio.context import Context
 
+from labs.core.errors import message_for
 from labs.core.models import models
 from labs.core.ui import links
 from labs.core.work import jobs
-from labs.core.errors import message_for
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[3] / "assets"  # labs/core/ui/ui.py -> the repository root
 DONE = '<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>'
 
 

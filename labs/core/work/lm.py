@@ -23,9 +23,9 @@ from typing import Callable
 
 import numpy as np
 
-from labs.core.work.batching import Batcher, ResultCache
 from labs.core.errors import BadInput
 from labs.core.models.models import LoadedModel
+from labs.core.work.batching import Batcher, ResultCache
 from labs.core.work.padding import pad_rows
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
