@@ -7,7 +7,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import gradio as gr
-import pandas as pd
 
 from labs.choosing import cards, course
 from labs.core.ui import ui
@@ -66,12 +65,24 @@ def on_measure():
     return on_cards(True)
 
 
-def on_course(row: str = ""):
-    """The course's rows (a link's row first, alone), as a table."""
+def cell(text: str) -> str:
+    """Text for a Markdown table cell, shown literally (ui.md escapes | too)."""
+    return ui.md(text) if text else "—"
+
+
+def quote_cell(text: str) -> str:
+    """The course's words as the document writes them (LaTeX source included), in a code span."""
+    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+
+
+def on_course(row: str = "") -> str:
+    """The course's rows (a link's row alone) as a Markdown table: it wraps, and reads on a projector."""
     rows = course.check_course(row or "")["rows"]
-    shown = [[r["topic"], r["quote"], f"{r['document']}: {r['where']}", r["measured"] or "—", r["measured_with"] or "—",
-              VERDICT_MARKS[r["verdict"]], r["note"]] for r in rows]
-    return pd.DataFrame(shown, columns=COURSE_HEADERS)
+    lines = ["| " + " | ".join(COURSE_HEADERS) + " |", "|" + "---|" * len(COURSE_HEADERS)]
+    lines += ["| " + " | ".join([f"**{cell(r['topic'])}**", quote_cell(r["quote"]),
+                                 cell(f"{r['document']}: {r['where']}"), cell(r["measured"]), cell(r["measured_with"]),
+                                 f"**{VERDICT_MARKS[r['verdict']]}**", cell(r["note"])]) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def build() -> SimpleNamespace:
@@ -84,7 +95,7 @@ def build() -> SimpleNamespace:
     gr.Markdown("### Check the course: its examples, quoted exactly, on the real models and sources")
     row = gr.Dropdown([("every row", "")] + [(i.replace("_", " "), i) for i in course.row_ids()], value="",
                       label="Row (a lab's link opens its row)")
-    course_table = ui.table(COURSE_HEADERS, "The course's examples and figures, checked live", wrap=True)
+    course_table = gr.Markdown(elem_classes=["lab-course-check"])
     return SimpleNamespace(note=note, table=table, measure=measure, box=box, row=row, course=course_table)
 
 
