@@ -247,7 +247,7 @@ def test_cost_tab_in_the_browser(page):
     plots = page.locator(".js-plotly-plot:visible")
     plots.nth(3).wait_for(timeout=60000)  # compute, devices, memory, scaling
     assert plots.count() >= 4
-    page.get_by_text("Inverted").first.wait_for()  # the course's figures, checked
+    page.get_by_text("Inverted").filter(visible=True).first.wait_for()  # the course's figures, checked
     page.get_by_label("Published model (preset)").click()
     page.get_by_role("option", name="GPT-3 175B").click()
     page.get_by_text("3.15 × 10²³ FLOPs").first.wait_for(timeout=30000)

@@ -186,7 +186,7 @@ def chinchilla() -> Row:
                "$$N_{\\text{optimal}} \\approx 20 \\times D$$", "cost", DIFFERS,
                f"N = 20·D gives 1B parameters {wrong_d:.0e} tokens; D ≈ 20·N gives {right_d:.0e} (Hoffmann et al. "
                "2022, table 3: 20.2B)", "hand computation; the cited paper",
-               "Inverted: tokens ≈ 20 × parameters. The section's own example (1B parameters on 20B tokens) "
+               "Upside down: tokens ≈ 20 × parameters. The section's own example (1B parameters on 20B tokens) "
                "follows D ≈ 20·N.")
 
 
