@@ -54,6 +54,11 @@ def table_rows(rows: list[dict]) -> list[list]:
              "–" if r["drift"] is None else f"{r['drift']:.3f}"] for r, percent in zip(rows, share)]
 
 
+def progress_json(event: Step, run: int) -> dict:
+    """A step of the comparison's `run`-th run as the `compare_strategies` API streams it."""
+    return {"status": "running", "run": run, "step": event.step, "total_steps": event.total_steps}
+
+
 def compare_strategies(model: str, task: str = "sentiment", learning_rate: float = 5e-5, epochs: int = 3,
                        batch_size: int = 16, train_examples: int = 200, seed: int = 0) -> Iterator[dict]:
     """The `/compare_strategies` API: streams {"status": "running", "run", "step", "total_steps"}, then
@@ -67,7 +72,7 @@ def compare_strategies(model: str, task: str = "sentiment", learning_rate: float
             if isinstance(event, RunResult):
                 rows.append(row(event))
             elif isinstance(event, Step):
-                yield {"status": "running", "run": len(rows) + 1, "step": event.step, "total_steps": event.total_steps}
+                yield progress_json(event, len(rows) + 1)
     finally:
         events.close()
     yield {"task": s.task, "model": s.model, "runs": rows}

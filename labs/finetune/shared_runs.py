@@ -94,5 +94,5 @@ async def compare_stream(model: str, task: str = "sentiment", learning_rate: flo
         elif isinstance(event, RunResult):
             rows.append(compare.row(event))
         elif isinstance(event, Step):
-            yield {"status": "running", "run": len(rows) + 1, "step": event.step, "total_steps": event.total_steps}
+            yield compare.progress_json(event, len(rows) + 1)
     yield {"task": s.task, "model": s.model, "runs": rows}

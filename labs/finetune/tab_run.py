@@ -20,7 +20,6 @@ from labs.finetune.data import Dataset, builtin_data
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
 RUNS_HEADERS = ["run", "strategy", "learning rate", "epochs", "trainable", "accuracy before", "accuracy after",
                 "seconds", "retrieval (forgetting)"]
-REPLACED = "Replaced by your newer request: one waiting run per student."
 LEFT = ("You left this run. It goes on for the other students who follow it; the curves above are where it "
         "was. Press Fine-tune to follow it again.")
 
@@ -55,7 +54,7 @@ async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, 
     Stop (or a closed page) leaves it: it stops after the current step if nobody else follows it."""
     s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
                               chosen, task)
-    ticket = shared_runs.run_ticket(s, chosen or builtin_data(), bool(with_scratch), owner=request.session_hash,
+    ticket = shared_runs.run_ticket(s, chosen, bool(with_scratch), owner=request.session_hash,
                                     page=True)
     live = report.LiveRun(2 if with_scratch else 1)
     live.task_metric = tasks.METRIC[s.task]
@@ -67,11 +66,11 @@ async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, 
             elif live.add(event) and not ticket.behind:
                 yield (ui.progress_html(*live.progress(shared_words(ticket))), live_figure(ticket, live),
                        *keep[1:])
-    except JobGone:  # Stop while others follow the run, or a newer request replaced this one
+    except JobGone as gone:  # Stop while others follow the run, or a newer request replaced this one
         if ticket.replaced_by == "finetune":  # this page's newer run has the outputs now
             yield (gr.skip(),) * 9
         else:
-            yield (ui.progress_html(None, REPLACED if ticket.replaced_by else LEFT), *keep)
+            yield (ui.progress_html(None, html.escape(str(gone)) if ticket.replaced_by else LEFT), *keep)
         return
     # The run's own views are the same for every follower: built once (in a thread: the page's other
     # events go on meanwhile); the history is this student's.

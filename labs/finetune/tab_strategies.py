@@ -56,12 +56,11 @@ async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, 
             elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
                 yield (ui.progress_html(event.step / event.total_steps, html.escape(
                     f"Run {len(finished) + 1} of 4 · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
-    except JobGone:  # Stop, or a newer request of this student
+    except JobGone as gone:  # Stop, or a newer request of this student
         if ticket.replaced_by == "compare":  # this page's newer comparison has the outputs now
             yield (gr.skip(),) * 4
         else:
-            yield (ui.progress_html(None, "Replaced by your newer request: one waiting run per student." if
-                                    ticket.replaced_by else "You left the comparison (Stop)."), *(gr.update(),) * 3)
+            yield (ui.progress_html(None, html.escape(str(gone))), *(gr.update(),) * 3)
         return
     rows = [compare.row(r) for r in finished]
     records = [report.curve_record(r) | {"label": r.settings.strategy} for r in finished]

@@ -253,9 +253,7 @@ class Jobs:
             for ticket in tickets:
                 job = ticket.job
                 if job.state == Job.RUNNING and job.followers == {ticket}:
-                    job.control.set()
-                    if self._in_flight.get(job.key) is job:
-                        del self._in_flight[job.key]
+                    self._stop_locked(job)
                     outcome = "stopping"
                 else:
                     self._leave_locked(ticket)
@@ -279,12 +277,18 @@ class Jobs:
             self._queue.remove(job)
             job.state, job.finished = Job.CANCELLED, time.monotonic()
             self.stats["cancelled"] += 1
+            if self._in_flight.get(job.key) is job:
+                del self._in_flight[job.key]
         else:  # running, nobody follows: it stops after its current step, and is not kept
-            job.control.set()
-        if self._in_flight.get(job.key) is job:  # a new identical request starts afresh
-            del self._in_flight[job.key]
+            self._stop_locked(job)
         self._changed.notify_all()
         self._wake_waiting()
+
+    def _stop_locked(self, job: Job) -> None:
+        """A running job stops after its current step; a new identical request starts afresh."""
+        job.control.set()
+        if self._in_flight.get(job.key) is job:
+            del self._in_flight[job.key]
 
     # ------------------------------------------------------------------ the queue
 
