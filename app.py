@@ -29,6 +29,7 @@ from labs.fill_mask import tab as fill_mask  # noqa: E402
 from labs.finetune import tab as finetune  # noqa: E402
 from labs.masks import tab as masks  # noqa: E402
 from labs.next_token import tab as next_token  # noqa: E402
+from labs.part_b import tab as part_b  # noqa: E402
 from labs.pretraining import tab as pretraining  # noqa: E402
 from labs.tokens import tab as tokens  # noqa: E402
 
@@ -40,6 +41,7 @@ GROUPS = (
     ("Inside a model", "inside", (tokens, embeddings, attention, masks)),
     ("Learning to predict", "predict", (fill_mask, next_token, pretraining)),
     ("Using a model", "using", (choosing, finetune, cost)),
+    ("Handout", "handout", (part_b,)),  # the exercises after (and before) the lecture, checked
 )
 LABS = tuple(lab for _, _, labs in GROUPS for lab in labs)
 

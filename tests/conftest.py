@@ -275,7 +275,7 @@ def wait_until(condition, timeout: float = 60) -> None:
         time.sleep(0.01)
 
 
-def run_async(coroutine):
+def run_async(coroutine, timeout: float = 30):
     """asyncio.run in a thread of its own: a browser test's Playwright may hold this thread's event loop."""
     outcome = {}
 
@@ -286,7 +286,7 @@ def run_async(coroutine):
             outcome["error"] = exc
     thread = threading.Thread(target=run)
     thread.start()
-    thread.join(30)
+    thread.join(timeout)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

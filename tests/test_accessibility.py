@@ -26,6 +26,7 @@ FIRST_RESULT = {
     "Choosing a model": "text=What this shows, and what it does not",
     "Fine-tune": "text=Trainable:",
     "Cost & scale": ".js-plotly-plot:visible >> nth=3",  # compute, devices, memory, scaling
+    "Part A & B workbook": "#lab-part-b-card h3",
 }
 AXE_OPTIONS = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
                "resultTypes": ["violations"]}

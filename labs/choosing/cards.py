@@ -173,8 +173,9 @@ def model_cards(loaded_models: list, hub_missing: list[tuple[str, str]] = (), me
 def missing_hub_models() -> list[tuple[str, str]]:
     """The course's Hub models (defaults and variants) that this server cannot offer."""
     offered = models.registry()
-    wanted = [(c.name, c.family) for c in models.HUB_MODELS] + [(v, "") for v in VARIANTS]
-    return [(name, family) for name, family in wanted if name not in offered]
+    wanted = {c.name: c.family for c in models.HUB_MODELS}
+    wanted |= {v: "" for v in VARIANTS if v not in wanted}  # a variant may be a Hub default too
+    return [(name, family) for name, family in wanted.items() if name not in offered]
 
 
 def resolve(names) -> list:

@@ -303,13 +303,38 @@ def imagenet_labels() -> Row:
                "Supervised pre-training; NLP's pre-training is self-supervised (the text is its own label).")
 
 
+def mask_nan() -> Row:
+    import torch
+
+    mask = torch.tril(torch.ones(3, 3))
+    scores = torch.zeros(3, 3) + (1 - mask) * float("-inf")  # the slide's formula, as written
+    filled = torch.zeros(3, 3).masked_fill(mask == 0, float("-inf"))
+    return Row("mask_nan", "The causal mask in floating point", LECTURE, "Causal Masking: How It Works",
+               "$$\\text{scores}_{\\text{masked}} = \\text{scores} + (1 - M) \\times (-\\infty)$$", "masks", DIFFERS,
+               f"(1 − M)·(−∞) is NaN wherever M = 1 (0 × −∞ = NaN): {int(scores.isnan().sum())} of 9 scores of a 3-token "
+               f"mask, and softmax turns every row NaN; masked_fill(M == 0, −∞) gives rows that sum to "
+               f"{float(torch.softmax(filled, -1).sum(-1).min()):.0f}", "torch, by hand",
+               "Implementations set the masked scores instead of multiplying (masked_fill or torch.where, often with "
+               "the dtype's most negative number): the softmax then gives those positions exactly 0.")
+
+
+def mask_reason() -> Row:
+    return Row("mask_reason", "Why 80 / 10 / 10", LECTURE, "Masked Language Modeling: The Mathematics",
+               "Prevents model from just memorizing [MASK] → word", "pretraining", DIFFERS,
+               "Devlin et al. (2019, §3.1): [MASK] never appears at fine-tuning, so the model must keep a good "
+               "representation of every input token, not only of the masked ones", "the cited paper",
+               "Textbook 20.2.3 gives this reason. Pre-training's “Why 80 / 10 / 10?” measures the same chosen tokens "
+               "shown as [MASK], as a random token and unchanged.")
+
+
 # Every row by its id, in the order shown; each function measures its row when asked
 ROWS = {"gpt2_ids": gpt2_ids, "wordpiece_lecture": wordpiece_lecture, "wordpiece_textbook": wordpiece_textbook,
         "qa_indices": qa_indices, "p_cat": p_cat, "p_the": p_the, "fifteen_percent": fifteen_percent,
         "chinchilla": chinchilla, "llrd_code": llrd_code, "frozen_layers": frozen_layers,
         "mixed_precision": mixed_precision, "bert_cost": bert_cost, "bert_hardware": bert_hardware,
         "gpt3_time": gpt3_time, "mask_five": masking_expectation, "update_sign": update_rule,
-        "hidden_index": hidden_state_index, "lora_percent": lora_percent, "imagenet_labels": imagenet_labels}
+        "hidden_index": hidden_state_index, "lora_percent": lora_percent, "imagenet_labels": imagenet_labels,
+        "mask_nan": mask_nan, "mask_reason": mask_reason}
 
 
 def check_course(row: str = "") -> dict:

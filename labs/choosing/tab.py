@@ -15,6 +15,7 @@ from labs.choosing import (
     tab_cards,
     tab_distillation,
     tab_few_shot,
+    tab_t5,
     tab_tasks,
 )
 from labs.core.ui import ui
@@ -46,14 +47,17 @@ def build(demo: gr.Blocks) -> None:
     shots_panel = tab_few_shot.build()
     bias_panel = tab_bias.build()
     tasks_panel = tab_tasks.build()
+    t5_panel = tab_t5.build()  # T5's text-to-text prefixes
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
-            template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row)
+            template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row,
+            t5_task=t5_panel.task, t5_prefix=t5_panel.prefix, t5_text=t5_panel.text)
     tab_cards.wire(demo, cards_panel)
     tab_distillation.wire(distill_panel)
     tab_few_shot.wire(demo, shots_panel)
     tab_bias.wire(demo, bias_panel)
     tab_tasks.wire(demo, tasks_panel)
+    tab_t5.wire(demo, t5_panel)
     ui.api(course.check_course, "check_course", "check_course(row) -> {rows: [{id, topic, document, where, quote, "
            "lab, verdict, measured, measured_with, note}], documents}: the course's examples quoted and checked")
     ui.api(cards.model_card, "model_card", "model_card(names, measure) -> {online, latency_text, models: [{name, "

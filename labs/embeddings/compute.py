@@ -119,14 +119,18 @@ def tokenize_with_word(loaded: models.LoadedModel, sentence: str, word: str, num
     return ids, positions
 
 
+def as_mid_sentence(tokenizer, word: str) -> str:
+    """The word as it is written in the middle of a sentence: with a leading space for byte-level BPE
+    (GPT-2's "Ġ" marks it: " king" is one token, "king" another), as typed for WordPiece or SentencePiece."""
+    return " " + word if "Ġ" in "".join(tokenizer.convert_ids_to_tokens(tokenizer(" a")["input_ids"])) else word
+
+
 def static_vector(loaded: models.LoadedModel, word: str) -> np.ndarray:
     """The word's own row(s) of the input embedding matrix, averaged over its pieces: one vector for
     the word whatever the sentence (byte-level BPE: the word with a leading space, as mid-sentence)."""
     import torch
 
-    tokenizer = loaded.tokenizer
-    spaced = " " + word if "Ġ" in "".join(tokenizer.convert_ids_to_tokens(tokenizer(" a")["input_ids"])) else word
-    ids = tokenizer(spaced, add_special_tokens=False)["input_ids"]
+    ids = loaded.tokenizer(as_mid_sentence(loaded.tokenizer, word), add_special_tokens=False)["input_ids"]
     with torch.inference_mode():
         rows = loaded.model.get_input_embeddings().weight[ids]
     return rows.float().mean(dim=0).cpu().numpy()

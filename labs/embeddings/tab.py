@@ -1,5 +1,5 @@
 """Embeddings, the tab: one word's vectors across sentences and layers, a map, sentence vectors, and
-left-only vs both sides."""
+left-only vs both sides; then the panels tab_static (king − man + woman) and tab_pooling ([CLS] / mean / max)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,27 @@ import plotly.graph_objects as go
 
 from labs.core.errors import check_int
 from labs.core.ui import plots, ui
-from labs.embeddings import compute
+from labs.embeddings import compute, tab_pooling, tab_static
 
 TITLE = "Embeddings"
 ID = "embeddings"  # the ?tab= link and the folder
 EXPLAINER = """**A static embedding (word2vec) gives "bank" one vector; BERT gives every "bank" its own.**
 Type sentences that share a word (one per line, optionally `| sense`) and see how similar the word's
 vectors are, layer by layer: identical in the embedding matrix, then pulled apart by the context. For an
-encoder-decoder such as T5, the vectors are its encoder's (the part that reads the whole input)."""
+encoder-decoder such as T5, the vectors are its encoder's (the part that reads the whole input). Further
+down: word2vec's king − man + woman on the model's own embedding rows, and [CLS] vs mean vs max sentence vectors."""
 TRY_THIS = (
     "\"bat\": The bat flew out of the cave. | animal / He swung the bat. | cricket. Where do the senses separate?",
     "\"I record the record\": type the sentence twice with labels verb / noun and the word \"record\"; is the "
     "first \"record\" the one compared? Move it to check.",
     "Same sense, different neighbours: \"The cat sat on the mat.\" vs \"A cat slept on my bed.\" Similar?",
     "Left only vs both sides: with a causal LM, can two sentences that only differ after the word give it "
-    "different vectors? And with T5's encoder?")
+    "different vectors? And with T5's encoder?",
+    "king − man + woman: guess \"queen\"'s rank before you click. Then try paris − france + italy: which rows beat "
+    "\"rome\"? Does the arithmetic help, or was the answer already among word A's own neighbours?",
+    "[CLS], mean or max: which pooling finds the paraphrases best, and is it the one the model was trained with? "
+    "Add a distractor that shares every word with a sentence but not its meaning (\"The dog bit the man.\" / "
+    "\"The man bit the dog.\"): which pooling is fooled?")
 # What each family's vectors are and what they can depend on, for the notes under a result.
 READS = {
     "masked": "a masked LM, an encoder: it reads both sides of the word, so the words after it change its vector.",
@@ -205,8 +211,10 @@ def build(demo: gr.Blocks) -> None:
             compare = gr.Button("Compare sentences 1 and 2", variant="primary")
         compare_plot, compare_note = gr.Plot(), gr.Markdown()
     result_json = ui.result_json()
-    ui.try_this(*TRY_THIS)
     ui.link(__name__, sentences=sentences, word=word, model=model, layer=layer)
+    tab_static.build(demo)
+    tab_pooling.build(demo)
+    ui.try_this(*TRY_THIS)
 
     inputs = [sentences, word, model, layer]
     shown = [note, similarity, senses, word_map, sentence_plot, guess, verdict, layer, result_json]

@@ -202,6 +202,7 @@ def build(demo: gr.Blocks) -> None:
     encdec = two_texts("Encoder–decoder (T5-style): three kinds of attention",
                        ("Source (encoder input)", "Target (decoder input)"),
                        ("The cat sat on the mat", "Le chat était assis"), "Show encoder–decoder masks", 3)
+    ui.course_links(("mask_nan", "the causal mask's (1 − M)·(−∞)"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=text, encoder=encoder, causal=causal)
 

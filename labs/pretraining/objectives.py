@@ -1,4 +1,4 @@
-"""Pre-training, one text and four objectives: the student's paragraph as each objective turns it
+"""Pre-training, one text and five objectives: the student's paragraph as each objective turns it
 into a training example, in the tokens the model really uses.
 
 - GPT (next token): input = ids[:-1], target = ids[1:]; every position gives a loss.
@@ -9,6 +9,8 @@ into a training example, in the tokens the model really uses.
 - BERT (NSP): [CLS] A [SEP] B [SEP] with segment ids; B is the next sentence of the paragraph
   (IsNext) or a sentence of the second text (NotNext), 50/50.
 - T5 (span corruption): noise density 0.15, mean span length 3 (see span_corruption).
+- ELECTRA (replaced-token detection): BERT's chosen positions filled by a generator's samples; every
+  token labelled original or replaced (see electra).
 The same seed gives the same example."""
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ import numpy as np
 from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
 from labs.core.work import lm
-from labs.pretraining import passages, span_corruption
+from labs.pretraining import electra, passages, span_corruption
+from labs.pretraining.masking import mlm_draw
 
 EXAMPLE = "The night train leaves before midnight. Passengers find their cabins and unfold the narrow beds."
 EXAMPLE_B = "Coffee beans are really the seeds of a red fruit. Dark roasts taste bitter and smoky instead."
 MAX_TOKENS = 256
-MLM_PROBABILITY, MASK_REPLACE, RANDOM_REPLACE = 0.15, 0.8, 0.1
 T5_DENSITY, T5_SPAN = 0.15, 3.0
 NEEDS_BERT = ("bert-base-uncased is not available here: the BERT examples use the uncased WordPiece tokens of "
               "all-MiniLM-L6-v2 (the same vocabulary as bert-base-uncased).")
@@ -46,28 +48,6 @@ def gpt_example(causal: models.LoadedModel, text: str) -> dict:
     return {"model": causal.name, "tokens": names, "ids": ids, "input_tokens": names[:-1], "input_ids": ids[:-1],
             "target_tokens": names[1:], "target_ids": ids[1:], "positions": list(range(len(ids) - 1)),
             "signal": {"positions": len(ids) - 1, "of": len(ids) - 1, "fraction": 1.0}}
-
-
-def mlm_draw(tokenizer, ids: list[int], seed: int) -> tuple[list[int], list[int]]:
-    """(input ids, labels) exactly as DataCollatorForLanguageModeling(mlm_probability=0.15, seed=seed)
-    draws them for this one row: chosen with p = 0.15 among non-special tokens; of the chosen, [MASK]
-    with p = 0.8, then a random token with p = 0.5 of the rest; labels -100 where not chosen."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    row = torch.tensor([ids], dtype=torch.long)
-    labels = row.clone()
-    special = torch.tensor([tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)], dtype=torch.bool)
-    probability = torch.full(row.shape, MLM_PROBABILITY).masked_fill_(special, 0.0)
-    chosen = torch.bernoulli(probability, generator=generator).bool()
-    labels[~chosen] = -100
-    replaced = torch.bernoulli(torch.full(row.shape, MASK_REPLACE), generator=generator).bool() & chosen
-    row[replaced] = tokenizer.mask_token_id
-    scaled = RANDOM_REPLACE / (1 - MASK_REPLACE)
-    randomised = torch.bernoulli(torch.full(row.shape, scaled), generator=generator).bool() & chosen & ~replaced
-    words = torch.randint(len(tokenizer), row.shape, dtype=torch.long, generator=generator)
-    row[randomised] = words[randomised]
-    return row[0].tolist(), labels[0].tolist()
 
 
 def mlm_example(masked: models.LoadedModel, text: str, seed: int) -> dict:
@@ -137,16 +117,18 @@ class Examples:
     nsp: dict
     t5: dict
     notes: list[str] = field(default_factory=list)
+    electra: dict | None = None
 
     def to_json(self) -> dict:
         return {"seed": self.seed, "gpt": self.gpt, "mlm": self.mlm, "nsp": self.nsp, "t5": self.t5,
-                "notes": self.notes}
+                "electra": self.electra, "notes": self.notes}
 
 
 def build(text, text_b, masked: models.LoadedModel, causal: models.LoadedModel | None,
-          seq2seq: models.LoadedModel | None, seed=0, notes: tuple[str, ...] = ()) -> Examples:
-    """The four examples. `masked`: a masked LM or an encoder with BERT's tokenizer; `seq2seq`: T5, or
-    None for the WordPiece stand-in; `causal` None leaves GPT's example out (with a note)."""
+          seq2seq: models.LoadedModel | None, seed=0, notes: tuple[str, ...] = (), rtd: tuple = (None, None)) -> Examples:
+    """The five examples. `masked`: a masked LM or an encoder with BERT's tokenizer; `seq2seq`: T5, or
+    None for the WordPiece stand-in; `causal` None leaves GPT's example out (with a note); `rtd`:
+    ELECTRA's (generator, discriminator), either None where not offered (see electra.resolve)."""
     seed = check_int(seed, "The seed", 0, 2**32 - 1)
     text = check_text(text, EXAMPLE, what="paragraph")
     text_b = check_text(text_b or "", EXAMPLE_B, allow_empty=True, what="second text")
@@ -157,12 +139,15 @@ def build(text, text_b, masked: models.LoadedModel, causal: models.LoadedModel |
     t5 = t5_example(seq2seq if seq2seq is not None else masked, text, seed)
     if seq2seq is None:
         notes.append(NEEDS_T5)
-    return Examples(seed, gpt, mlm_example(masked, text, seed), nsp_example(masked, text, text_b, seed), t5, notes)
+    rtd_example = electra.detect(text, *rtd, seed, tokenizer=masked.tokenizer).to_json()
+    return Examples(seed, gpt, mlm_example(masked, text, seed), nsp_example(masked, text, text_b, seed), t5, notes,
+                    rtd_example)
 
 
 def resolve(model_masked, model_causal, model_seq2seq) -> tuple:
     """The models (loaded once, at the edge) for the examples, and notes for what had to stand in:
-    no masked LM → MiniLM's tokenizer (BERT's uncased vocabulary); no T5 → None; no causal LM → None."""
+    no masked LM → MiniLM's tokenizer (BERT's uncased vocabulary); no T5 → None; no causal LM → None;
+    last, ELECTRA's (generator, discriminator) (see electra.resolve)."""
     notes = []
     if model_masked:
         masked = models.load(model_masked, "masked", "encoder")
@@ -172,12 +157,12 @@ def resolve(model_masked, model_causal, model_seq2seq) -> tuple:
     name = model_causal or models.default_name("causal")
     causal = models.load(name, "causal") if name else None
     seq2seq = models.load(model_seq2seq, "seq2seq") if model_seq2seq else None
-    return masked, causal, seq2seq, tuple(notes)
+    return masked, causal, seq2seq, tuple(notes), electra.resolve(fallback=masked)
 
 
 def pretraining_examples_json(text: str, text_b: str, model_masked: str, model_causal: str, model_seq2seq: str,
                               seed: int = 0) -> dict:
-    """The `pretraining_examples` API: the four objectives' training examples for one text."""
+    """The `pretraining_examples` API: the five objectives' training examples for one text."""
     check_int(seed, "The seed", 0, 2**32 - 1)
-    masked, causal, seq2seq, notes = resolve(model_masked, model_causal, model_seq2seq)
-    return build(text, text_b, masked, causal, seq2seq, seed, notes).to_json()
+    masked, causal, seq2seq, notes, rtd = resolve(model_masked, model_causal, model_seq2seq)
+    return build(text, text_b, masked, causal, seq2seq, seed, notes, rtd).to_json()

@@ -1,29 +1,41 @@
-"""Pre-training, the tab: how BERT, GPT and T5 learn from raw text. Four panels (tab_examples,
-tab_nsp, tab_spans, tab_mask_rate), each with its own handlers and build."""
+"""Pre-training, the tab: how BERT, GPT, T5 and ELECTRA learn from raw text. Five panels (tab_examples,
+tab_nsp, tab_spans, tab_mask_rate, tab_why_mask), each with its own handlers and build."""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from labs.core.ui import ui
-from labs.pretraining import tab_examples, tab_mask_rate, tab_nsp, tab_spans
+from labs.pretraining import (
+    tab_examples,
+    tab_mask_rate,
+    tab_nsp,
+    tab_spans,
+    tab_why_mask,
+)
 
 TITLE = "Pre-training"
 ID = "pretraining"
 EXPLAINER = """**How BERT, GPT and T5 learn from raw text, on your own paragraph.** GPT predicts every next
 token; BERT predicts 15 % of tokens it cannot see (masked LM) and whether sentence B follows sentence A
-(next-sentence prediction); T5 writes back whole spans that were cut out (span corruption). Below, the
-real pre-training heads answer: BERT's NSP head, T5 filling its own blanks, and BERT at mask rates from 5 to 80 %."""
+(next-sentence prediction); T5 writes back whole spans that were cut out (span corruption); ELECTRA's
+discriminator says of every token whether a small generator replaced it. Below, the real pre-training heads
+answer: BERT's NSP head, T5 filling its own blanks, BERT at mask rates from 5 to 80 %, and why 80 / 10 / 10."""
 TRY_THIS = (
-    "B1: in section 1, change the seed a few times. How many BERT tokens give a loss each time, against GPT's "
-    "100 %? Which of the chosen tokens became [MASK], a random token, or stayed (80 / 10 / 10), and why keep some?",
-    "B1: in section 4, where does BERT's accuracy fall fastest? Why would masking 50 % make a worse pre-training "
-    "task (too little context left), and why does 15 % cost so many training steps (few tokens per sentence)?",
-    "Section 2: guess both accuracies before you reveal them. Why is NSP against random sentences easy (topic), "
-    "and why did ALBERT replace it with sentence order?",
-    "BERT vs GPT vs T5: compare the training signal in section 1. Which objective learns from every token, which "
-    "sees both sides, and which can write a span of any length (section 3)?",
-    "Section 3: raise the mean span length to 10. Do T5's fills get worse, as Raffel et al.'s Table 5 suggests?")
+    ("B1: in section 1, change the seed a few times. How many BERT tokens give a loss each time, against GPT's "
+     "100 %? Which of the chosen tokens became [MASK], a random token, or stayed (80 / 10 / 10), and why keep some?"),
+    ("B1: in section 4, where does BERT's accuracy fall fastest? Why would masking 50 % make a worse pre-training "
+     "task (too little context left), and why does 15 % cost so many training steps (few tokens per sentence)?"),
+    ("Section 2: guess both accuracies before you reveal them. Why is NSP against random sentences easy (topic), "
+     "and why did ALBERT replace it with sentence order?"),
+    ("BERT vs GPT vs T5: compare the training signal in section 1. Which objective learns from every token, which "
+     "sees both sides, and which can write a span of any length (section 3)?"),
+    "Section 3: raise the mean span length to 10. Do T5's fills get worse, as Raffel et al.'s Table 5 suggests?",
+    ("B1: in section 5, compare the [MASK] row with the kept and no-[MASK] rows. What would a model that never saw a "
+     "real word at a predicted position do at fine-tuning, where there is no [MASK]? How often does BERT fall for the "
+     "random token it sees?"),
+    ("Section 1, ELECTRA: how many tokens give ELECTRA a training signal, against BERT's? Change the seed: when the "
+     "generator samples the original word, is the token labelled replaced?"))
 
 
 def build(demo: gr.Blocks) -> None:
@@ -31,10 +43,12 @@ def build(demo: gr.Blocks) -> None:
     first = tab_examples.build(demo)
     second = tab_nsp.build(demo)
     third = tab_spans.build(demo)
-    fourth = tab_mask_rate.build(demo)
-    ui.course_links(("fifteen_percent", "“15 %: empirically optimal”"), ("mask_five", "15 % of a 5-token sentence"))
+    tab_mask_rate.build(demo)
+    fifth = tab_why_mask.build(demo)
+    ui.course_links(("fifteen_percent", "“15 %: empirically optimal”"), ("mask_five", "15 % of a 5-token sentence"),
+                    ("mask_reason", "why 80 / 10 / 10"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],
             sentence_b=second["sentence_b"], span_text=third["span_text"], noise_density=third["noise_density"],
-            mean_span_length=third["mean_span_length"])
+            mean_span_length=third["mean_span_length"], **fifth)

@@ -1,16 +1,15 @@
-"""Pre-training, panel 1: one text, four objectives (GPT, BERT masked LM, BERT NSP, T5 span corruption),
-each as the training example it makes, in the model's own tokens."""
+"""Pre-training, panel 1: one text, five objectives (GPT, BERT masked LM, BERT NSP, T5 span corruption,
+ELECTRA replaced-token detection), each as the training example it makes, in the model's own tokens."""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from labs.core.errors import MAX_CHARS
-from labs.core.models import models
 from labs.core.ui import ui
-from labs.pretraining import objectives
+from labs.pretraining import electra, objectives
 
-WORD, PIECE, SPECIAL, CHOSEN, SENTINEL = "#dbeafe", "#ede9fe", "#e5e7eb", "#fecaca", "#fde68a"
+WORD, PIECE, SPECIAL, CHOSEN, SENTINEL, KEPT = "#dbeafe", "#ede9fe", "#e5e7eb", "#fecaca", "#fde68a", "#bbf7d0"
 SEGMENTS = ("#bfdbfe", "#fed7aa")  # segment 0 (A) blue, segment 1 (B) orange
 ACTIONS = {"mask": "→ [MASK]", "random": "→ random", "keep": "kept"}
 CELL = "padding:2px 6px;border:1px solid #d1d5db;font-size:1.05em;white-space:pre;text-align:center"
@@ -92,20 +91,48 @@ def t5_card(t: dict) -> str:
                 f"tokens against the original <b>{s['original_length']}</b>: a short target, so training is cheap.")
 
 
+def electra_card(e: dict) -> str:
+    n, chosen = len(e["ids"]), set(e["positions"])
+    colours = [CHOSEN if i in chosen else WORD for i in range(n)]
+    rows = [("original", e["tokens"], [WORD] * n), ("generator sees", e["generator_input_tokens"], colours)]
+    if e["labels"] is not None:
+        label_colours = [CHOSEN if y else KEPT for y in e["labels"]]
+        rows += [("generator's sample", [t if i in chosen else "·" for i, t in enumerate(e["sampled_tokens"])], colours),
+                 ("discriminator reads", e["sampled_tokens"], label_colours),
+                 ("label", ["replaced" if y else "original" for y in e["labels"]], label_colours)]
+    if e["p_replaced"] is not None:
+        rows.append(("P(replaced)", [f"{p:.2f}" for p in e["p_replaced"]],
+                     [CHOSEN if p > 0.5 else KEPT for p in e["p_replaced"]]))
+    notes = "".join(f'<p style="margin:4px 0">⚠️ {ui.esc(x)}</p>' for x in e["notes"])
+    acc = e["discriminator_accuracy"]
+    score = "" if acc is None else (
+        f'<p style="font-size:1.1em;margin:4px 0">Discriminator ({ui.esc(e["discriminator"])}): <b>{acc["accuracy"]:.0%}'
+        f'</b> of tokens right; replaced tokens caught <b>{acc["replaced_caught"]} of {acc["replaced"]}</b>, originals '
+        f'called original <b>{acc["originals_kept"]} of {acc["originals"]}</b>.</p>')
+    who = " · ".join(f"{k} {ui.esc(v)}" for k, v in (("generator", e["generator"]), ("discriminator", e["discriminator"]))
+                     if v)
+    s = e["signal"]
+    return card(f"ELECTRA: replaced-token detection ({who or 'tokens only'})", notes + grid(rows) + score,
+                f"<b>every token: {s['positions']} of {s['of']}</b> (100 %) gets a label, original or replaced, "
+                f"against BERT's <b>{s['masked_lm_positions']} of {s['masked_lm_of']}</b> "
+                f"({s['masked_lm_fraction']:.0%}). A sample equal to the original counts as original. "
+                f"Textbook 20.12.2: “{ui.esc(electra.COURSE[0][2])}”")
+
+
 def examples_html(result: dict) -> str:
     notes = "".join(f"<p>⚠️ {ui.esc(n)}</p>" for n in result["notes"])
     return (notes + gpt_card(result["gpt"]) + mlm_card(result["mlm"], {"mlm": result["mlm"]["model"]})
-            + nsp_card(result["nsp"]) + t5_card(result["t5"]))
+            + nsp_card(result["nsp"]) + t5_card(result["t5"]) + electra_card(result["electra"]))
 
 
 def on_examples(text, text_b, masked_name, causal_name, seq2seq_name, seed):
-    masked, causal, seq2seq, notes = objectives.resolve(masked_name, causal_name, seq2seq_name)  # once per click
-    result = objectives.build(text, text_b, masked, causal, seq2seq, seed, notes).to_json()
+    masked, causal, seq2seq, notes, rtd = objectives.resolve(masked_name, causal_name, seq2seq_name)  # once per click
+    result = objectives.build(text, text_b, masked, causal, seq2seq, seed, notes, rtd).to_json()
     return examples_html(result), result
 
 
 def build(demo: gr.Blocks) -> dict:
-    gr.Markdown("## 1. One text, four objectives")
+    gr.Markdown("## 1. One text, five objectives")
     with gr.Row():
         text = gr.Textbox(objectives.EXAMPLE, label="Your paragraph (two sentences or more)", lines=3, scale=3,
                           max_length=MAX_CHARS)
@@ -116,12 +143,16 @@ def build(demo: gr.Blocks) -> dict:
         causal = ui.model_dropdown("causal", label="GPT (causal LM)")
         seq2seq = ui.model_dropdown("seq2seq", label="T5 (encoder-decoder)")
         seed = gr.Number(0, label="Seed (same seed, same example)", precision=0, minimum=0)
-    button = gr.Button("Build the four training examples", variant="primary")
+    button = gr.Button("Build the five training examples", variant="primary")
     out = gr.HTML()
     result = ui.result_json()
     ui.wire([button.click, text.submit], on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
     ui.on_load(demo, on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
     ui.api(objectives.pretraining_examples_json, "pretraining_examples",
            "pretraining_examples(text, text_b, model_masked, model_causal, model_seq2seq, seed) -> {seed, gpt, mlm, "
-           "nsp, t5, notes}: each objective's training example (tokens, ids, targets/labels, positions, signal)")
+           "nsp, t5, electra, notes}: each objective's training example (tokens, ids, targets/labels, positions, signal)")
+    ui.api(electra.replaced_token_detection_json, "replaced_token_detection",
+           "replaced_token_detection(text, model_generator, model_discriminator, seed) -> {tokens, positions, "
+           "generator_input_tokens, sampled_tokens, labels (1 = replaced), p_replaced, discriminator_accuracy, signal, "
+           "notes}: ELECTRA's generator and discriminator on one text (null where not measured here)")
     return {"text": text, "masked": masked, "causal": causal, "seq2seq": seq2seq, "seed": seed}

@@ -78,6 +78,12 @@ HUB_MODELS = (
                 task="question_answering"),
     ModelChoice("dslim/bert-base-NER", "encoder", "hub", "dslim/bert-base-NER",
                 "BERT base fine-tuned on CoNLL-2003: tags people, places, organisations", task="token_classification"),
+    # ELECTRA's pair (Pre-training's fifth objective): a small masked LM proposes replacements, the
+    # discriminator says for every token whether it was replaced.
+    ModelChoice("google/electra-small-generator", "masked", "hub", "google/electra-small-generator",
+                "ELECTRA-small generator (13.5M): a small masked LM that proposes replacements"),
+    ModelChoice("google/electra-small-discriminator", "encoder", "hub", "google/electra-small-discriminator",
+                "ELECTRA-small discriminator (13.5M): original or replaced, for every token"),
 )
 
 

@@ -4,9 +4,7 @@ event wiring, API registration, explainers, model pickers and HTML safety."""
 from __future__ import annotations
 
 import functools
-import html
 import inspect
-import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -17,24 +15,11 @@ from gradio.context import Context
 from labs.core.errors import message_for
 from labs.core.models import models
 from labs.core.ui import links
-from labs.core.work import jobs
+from labs.core.ui.escape import esc, md  # noqa: F401  (the tabs use ui.esc and ui.md)
+from labs.core.work import jobs, services
 
 ASSETS = Path(__file__).resolve().parents[3] / "assets"  # labs/core/ui/ui.py -> the repository root
 DONE = '<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>'
-
-
-MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
-
-
-def esc(text) -> str:
-    """Escape anything user-typed (or model-produced) before it becomes HTML."""
-    return html.escape(str(text), quote=True)
-
-
-def md(text) -> str:
-    """Text as gr.Markdown must receive it to show it literally: no tag, and no Markdown either
-    (a sentence with **stars** or [a](link) stays as typed)."""
-    return MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(str(text), quote=False))
 
 
 def to_gr_error(exc: Exception, *, for_browser: bool = True) -> gr.Error:
@@ -174,6 +159,7 @@ def api(fn, name: str, description: str, *, per_student: bool = False, **kwargs)
     the function checks every value itself (an API caller can send anything). Its errors reach the
     client as plain text: no page renders them (see to_gr_error). per_student: the caller's session
     is the student a job is asked for (labs.core.work.jobs: one waiting job per student)."""
+    services.offer(name, fn)  # other labs (the Part B workbook) call it by name, without importing its lab
     fn = friendly(fn, for_browser=False)
     return gr.api(as_student(fn) if per_student else fn, api_name=name, api_description=description, **kwargs)
 
