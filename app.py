@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import threading
 
 # A web server shares its two cores with the threads that serve requests; PyTorch's OpenMP workers
 # must sleep when idle instead of spinning (measured: 20 % less server CPU under a class's load).
@@ -23,6 +24,7 @@ from labs.choosing import tab as choosing  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, tab_bar
 from labs.core.ui import status, theme, ui
+from labs.core.work import ray_backend, ray_passes
 from labs.cost import tab as cost  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
@@ -101,6 +103,8 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("LAB_LOG_LEVEL", "INFO").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     offline_cache.remove_partials()  # a conversion killed last time left half a model behind
+    if ray_backend.enabled():  # LAB_RAY_ADDRESS: Ray and Serve start now, not at the first student's click
+        threading.Thread(target=ray_passes.start_serve, name="ray start", daemon=True).start()
     demo = build_app()
     gc.freeze()  # the app's own objects live until it stops: the garbage collector need not walk them
     demo.launch(

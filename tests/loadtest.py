@@ -12,6 +12,8 @@ Not a unit test: these machines are noisy, so it prints figures instead of asser
     python -m tests.loadtest --page-open              # a class opening the page at once (25 / 50 / 100 students)
     python -m tests.loadtest --page-open --app-dir /path/to/before,.   # two versions side by side, one run
     python -m tests.loadtest --heavy                  # a class pressing the heaviest buttons (tests/loadtest_heavy.py)
+    python -m tests.loadtest --backend both --clients 50 --only fill_mask,next_token   # embedded, then Ray
+                                                      # (LAB_RAY_ADDRESS=local: Ray Serve and Ray tasks; --heavy too)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import string
@@ -90,6 +93,8 @@ def free_port() -> int:
 
 
 def start(command: list[str], cwd: Path, env: dict, name: str) -> tuple[subprocess.Popen, str]:
+    """The app (or the peer) on a free port, in a process group of its own: stop() ends the local Ray it may
+    have started with it."""
     port = free_port()
     (WORK / f"tmp-{name}").mkdir(exist_ok=True)  # stopped with SIGTERM, the app leaves its temporary files here
     env = dict(os.environ, **env, GRADIO_SERVER_PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1",
@@ -97,7 +102,7 @@ def start(command: list[str], cwd: Path, env: dict, name: str) -> tuple[subproce
                TMPDIR=str(WORK / f"tmp-{name}"))
     log = open(WORK / f"{name}.log", "w")
     proc = subprocess.Popen(command + ([str(port)] if name == "peer" else []), cwd=cwd, env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.time() + 180
     while time.time() < deadline:
@@ -152,8 +157,28 @@ def run_load(url: str, endpoint: str, args_for, n: int) -> Load:
     return Load(endpoint, n, rejected, failed, ok, wall)
 
 
-def app_env(bert: Path, gpt2: Path) -> dict:
-    return {"HF_HUB_OFFLINE": "1", "LAB_EXTRA_MODELS": f"{bert},{gpt2}"}
+def stop(proc: subprocess.Popen) -> None:
+    """The app, then whatever is left in its process group (a local Ray's raylet and workers)."""
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+BACKENDS = {"embedded": {}, "ray": {"LAB_RAY_ADDRESS": "local"}}
+
+
+def backends(args) -> list[str]:
+    return list(BACKENDS) if args.backend == "both" else [args.backend]
+
+
+def app_env(bert: Path, gpt2: Path, backend: str = "embedded") -> dict:
+    return {"HF_HUB_OFFLINE": "1", "LAB_EXTRA_MODELS": f"{bert},{gpt2}", **BACKENDS[backend]}
 
 
 def main_load(args) -> None:
@@ -161,25 +186,26 @@ def main_load(args) -> None:
     app_dir = Path(args.app_dir).resolve() if args.app_dir else ROOT
     only = set(args.only.split(",")) if args.only else None
     counts = [int(c) for c in (args.clients or "50,100,200").split(",")]
-    rows = []
-    app, url = start([sys.executable, "app.py"], app_dir, app_env(bert, gpt2), "app")
-    try:
-        for endpoint, (args_for, own_counts) in requests_for(bert.name).items():
-            if only and endpoint not in only:
-                continue
-            run_load(url, endpoint, args_for, 1)  # loads the model
-            first = 1
-            for n in (own_counts if own_counts and not args.clients else counts):
-                # Sentences no earlier run sent: a new group of students, none of it cached.
-                load = run_load(url, endpoint, lambda i, first=first: args_for(first + i), n)
-                first += n
-                rows.append((f"LM Lab ({app_dir.name})", load))
-                print(load.row(f"LM Lab ({app_dir.name})"), flush=True)
-            if endpoint == "fill_mask":  # everybody sends the projected example
-                load = run_load(url, endpoint, lambda i: requests_for(bert.name)[endpoint][0](0), counts[0])
-                rows.append(("LM Lab, same sentence", load))
-    finally:
-        app.terminate()
+    rows, first = [], 1
+    for backend in backends(args):
+        app, url = start([sys.executable, "app.py"], app_dir, app_env(bert, gpt2, backend), "app")
+        label = f"LM Lab ({app_dir.name}{'' if args.backend == 'embedded' else ', ' + backend})"
+        try:
+            for endpoint, (args_for, own_counts) in requests_for(bert.name).items():
+                if only and endpoint not in only:
+                    continue
+                run_load(url, endpoint, args_for, 1)  # loads the model
+                for n in (own_counts if own_counts and not args.clients else counts):
+                    # Sentences no earlier run sent: a new group of students, none of it cached.
+                    load = run_load(url, endpoint, lambda i, first=first: args_for(first + i), n)
+                    first += n
+                    rows.append((label, load))
+                    print(load.row(label), flush=True)
+                if endpoint == "fill_mask":  # everybody sends the projected example
+                    load = run_load(url, endpoint, lambda i: requests_for(bert.name)[endpoint][0](0), counts[0])
+                    rows.append((f"{label}, same sentence", load))
+        finally:
+            stop(app)
     peer_rows = []
     if not args.no_peer and (not only or "fill_mask" in only):
         peer, peer_url = start([sys.executable, str(ROOT / "tests" / "peer_app.py"), str(bert)], ROOT, {}, "peer")
@@ -191,16 +217,27 @@ def main_load(args) -> None:
                 peer_rows.append(load)
                 print(load.row("peer: pipeline, batch=True"), flush=True)
         finally:
-            peer.terminate()
+            stop(peer)
     print(f"\n{HEADER}")
     for label, load in rows:
         print(load.row(label))
     for load in peer_rows:
         print(load.row("peer: pipeline, batch=True, 16"))
     ours = {load.clients: load.rate for label, load in rows if load.endpoint == "fill_mask" and "same" not in label}
+    ray_ratio(rows)
     for load in peer_rows:
         if load.clients in ours and load.rate:
             print(f"/fill_mask at {load.clients} clients: {ours[load.clients] / load.rate:.2f}× the peer's requests/s")
+
+
+def ray_ratio(rows: list) -> None:
+    """--backend both: the Ray backend's requests/s and p50 over the embedded one's, per endpoint and load."""
+    by = {(label.endswith(", ray)"), load.endpoint, load.clients): load for label, load in rows if "same" not in label}
+    for (is_ray, endpoint, n), load in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+        embedded = by.get((False, endpoint, n))
+        if is_ray and embedded and embedded.rate and load.rate:
+            p50 = statistics.median(load.latencies) / max(statistics.median(embedded.latencies), 1e-9)
+            print(f"/{endpoint} x{n}: Ray / embedded = {load.rate / embedded.rate:.2f}× the requests/s, p50 {p50:.2f}×")
 
 
 def main_memory(args) -> None:
@@ -413,6 +450,9 @@ def main() -> int:
     parser.add_argument("--app-dir", default="", help="another checkout of LM Lab to load instead of this one "
                                                       "(--page-open, --heavy: one or two, comma-separated)")
     parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--backend", choices=("embedded", "ray", "both"), default="embedded",
+                        help="where the passes and jobs run: in the app (default), on a local Ray "
+                             "(LAB_RAY_ADDRESS=local), or both, back to back (the load and --heavy)")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--page-open", action="store_true", help="a class opening the page at once (default "
                                                                   "25,50,100 students), beside a plain Gradio app")

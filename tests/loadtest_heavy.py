@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests import fullsize
-from tests.loadtest import MINILM, ROOT, SMOLLM2, WORK, app_env, start
+from tests.loadtest import MINILM, ROOT, SMOLLM2, WORK, app_env, backends, start, stop
 
 RATES = [1e-5, 2e-5, 3e-5, 5e-5, 7e-5, 1e-4, 2e-4, 3e-4, 5e-4, 1e-3]
 CURVES = ("few_shot", "domain_shift", "mask_rate", "nsp_accuracy", "distillation")
@@ -37,8 +37,8 @@ HEADER = ("| app                  | scenario                   | students | fail
 
 
 def finetune_args(learning_rate: float, seed: int) -> list:
-    """/finetune's positional arguments (labs/finetune/training.py finetune_progress): the lab's defaults."""
-    return [MINILM, "full", learning_rate, 3, 16, 200, seed, False, "sentiment", ""]
+    """/finetune's positional arguments (labs/finetune/shared_runs.py finetune_stream): the lab's defaults."""
+    return [MINILM, "full", learning_rate, 3, 16, 200, seed, False, "sentiment", "", 0.1, 0.01]
 
 
 class Fresh:
@@ -288,15 +288,16 @@ def main_heavy(args) -> None:
     bert, gpt2 = fullsize.build(WORK)
     dirs = [Path(d).resolve() for d in args.app_dir.split(",")] if args.app_dir else [ROOT]
     fresh, rows = Fresh(), []
-    for when, app_dir in zip(("before", "after") if len(dirs) == 2 else ("LM Lab",), dirs):
-        app, url = start([sys.executable, "app.py"], app_dir, app_env(bert, gpt2), "app")
-        label = f"{when} ({app_dir.name})"
+    runs = [(when, app_dir, backend) for when, app_dir in zip(("before", "after") if len(dirs) == 2 else ("LM Lab",),
+                                                               dirs) for backend in backends(args)]
+    for when, app_dir, backend in runs:  # --backend both: embedded, then LAB_RAY_ADDRESS=local
+        app, url = start([sys.executable, "app.py"], app_dir, app_env(bert, gpt2, backend), "app")
+        label = f"{when} ({app_dir.name}{'' if args.backend == 'embedded' else ', ' + backend})"
         try:
             started = time.perf_counter()
             asyncio.run(run_app(label, url, app.pid, only, bert.name, fresh, args, rows))
             print(f"{label}: {time.perf_counter() - started:.0f} s in all", flush=True)
         finally:
-            app.terminate()
-            app.wait(60)  # never two servers at once
+            stop(app)  # never two servers at once; a local Ray goes with its app
     print(f"\n{HEADER}")
     print("\n".join(rows))

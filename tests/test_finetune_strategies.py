@@ -12,7 +12,16 @@ from gradio_client.exceptions import AppError
 from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.work import lm
-from labs.finetune import codegen, compare, forgetting, strategies, tab_tasks, tasks, training
+from labs.finetune import (
+    codegen,
+    compare,
+    forgetting,
+    strategies,
+    tab_strategies,
+    tab_tasks,
+    tasks,
+    training,
+)
 
 
 def settings(name, **changes):
@@ -139,23 +148,23 @@ def test_minilm_forgets_more_at_1e_3_than_at_2e_5():
 # ------------------------------------------------------------ four strategies, Hub models
 
 
-def test_compare_strategies_runs_the_four_in_order(tiny_models):
+def test_compare_strategies_runs_them_in_order(tiny_models):
     kept = list(training._finished)
     *progress, result = compare.compare_strategies(tiny_models["masked"], "sentiment", 1e-3, 1, 8, 16, 0)
     assert progress and progress[0]["status"] == "running"
     runs = result["runs"]
-    assert [r["strategy"] for r in runs] == ["features", "freeze_bottom_1", "full", "llrd_0.95"]
+    assert [r["strategy"] for r in runs][:4] == ["features", "freeze_bottom_1", "full", "llrd_0.95"]
     assert runs[0]["learning_rate"] == compare.FEATURES_RATE and runs[2]["learning_rate"] == 1e-3
     assert runs[0]["trainable_params"] < runs[1]["trainable_params"] < runs[2]["trainable_params"]
     assert runs[2]["trainable_params"] == runs[3]["trainable_params"] == runs[3]["total_params"]
     assert runs[0]["drift"] == 0 and len(runs[3]["layer_rates"]) == 3
-    assert len(compare.table_rows(runs)) == 4
+    assert len(compare.table_rows(runs)) == len(runs) == 7  # + LoRA, prompt and prefix tuning
     assert list(training._finished) == kept  # other students' trained models are not pushed out
 
 
 def test_compare_strategies_api(client, tiny_models):
     result = client.predict(tiny_models["masked"], "sentiment", 1e-3, 1, 8, 16, 0, api_name="/compare_strategies")
-    assert [r["strategy"] for r in result["runs"]][::3] == ["features", "llrd_0.95"]
+    assert [r["strategy"] for r in result["runs"]][::3] == ["features", "llrd_0.95", "prefix_20"]
     with pytest.raises(AppError, match="causal"):
         client.predict(tiny_models["causal"], "sentiment", 1e-3, 1, 8, 16, 0, api_name="/compare_strategies")
 
@@ -183,14 +192,14 @@ def test_try_a_fully_finetuned_model_offline_says_so_where_the_view_goes():
     assert view.startswith('<div class="lab-notice">')
 
 
-def test_the_four_strategies_run_from_the_page(page):
+def test_the_strategies_run_from_the_page(page):
     open_tab(page, "Fine-tune")
     page.get_by_text("Trainable:").first.wait_for(timeout=60000)
     epochs = page.locator("#ft-epochs input[type=number]")
     epochs.fill("1")
     epochs.press("Enter")
-    page.get_by_text("How to fine-tune: four strategies side by side").click()
-    page.get_by_role("button", name="Run the four strategies").click()
+    page.get_by_text(tab_strategies.TITLE).click()
+    page.get_by_role("button", name=tab_strategies.BUTTON).click()
     page.get_by_text("Layer-wise learning-rate decay: each layer's rate").first.wait_for(timeout=300000)
     for strategy in ("features", "freeze_bottom_", "llrd_0.95"):  # the table's rows, as the student reads them
         page.get_by_text(strategy).last.wait_for(timeout=30000)

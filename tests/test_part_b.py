@@ -189,13 +189,13 @@ def test_bad_input_gets_a_sentence():
 def test_schedules_become_the_fine_tune_labs_settings():
     lr, settings, _ = evidence.schedule_settings({"lr": "3e-5", "warmup": "4", "decay": "linear",
                                                   "freeze": "bottom 4 layers"}, "B3.2")
-    assert lr == 3e-5 and settings == {"warmup_ratio": round(4 / 39, 4), "strategy": "freeze_bottom_4"}
+    assert lr == 3e-5 and settings == {"strategy": "freeze_bottom_4", "warmup_ratio": round(4 / 39, 4)}
     _, settings, _ = evidence.schedule_settings({"lr": "2e-5", "decay": "layer-wise", "freeze": "no"}, "B3.2")
     assert settings["strategy"] == "llrd_0.95"
     _, settings, _ = evidence.schedule_settings({"requires_grad": "False", "lr": "2e-5", "batch": "32",
                                                  "epochs": "2", "warmup": "4", "decay": "0.01"}, "B5.1")
-    assert settings == {"warmup_ratio": round(4 / 39, 4), "strategy": "freeze_embeddings", "batch_size": 32,
-                        "epochs": 2, "weight_decay": 0.01}
+    assert settings == {"strategy": "freeze_embeddings", "batch_size": 32, "epochs": 2, "weight_decay": 0.01,
+                        "warmup_ratio": round(4 / 14, 4)}  # 200 reviews in batches of 32: 7 steps an epoch
 
 
 # ---- runs: the labs' own endpoints -----------------------------------------------------------------------
@@ -230,11 +230,12 @@ def test_b5_1_run_is_the_fine_tune_labs_run_beside_1e_2(lab_services):
     from labs.finetune import training
 
     given = {"requires_grad": "False", "lr": "5e-5", "batch": "16", "epochs": "1", "warmup": "2", "decay": "0.01"}
+    assert evidence.run_steps(16, 1) == 13
     shown = run_async(collect("B5.1", given), timeout=900)[-1]
     rows = [line for line in shown.splitlines() if line.startswith(("| yours", "| too high"))]
     assert len(rows) == 2
     s, data, scratch = training.api_settings(evidence.models.default_name("encoder", "masked"), "freeze_embeddings",
-                                             5e-5, 1, 16, 200, 0, False, "sentiment", "", round(2 / 39, 4), 0.01)
+                                             5e-5, 1, 16, 200, 0, False, "sentiment", "", round(2 / 13, 4), 0.01)
     results = [e for e in training.run_experiment(s, data, scratch) if isinstance(e, training.RunResult)]
     alone = training.experiment_json(results)  # the same run, alone, not through the shared jobs
     assert f"{alone['accuracy_before']:.0%} → **{alone['accuracy_after']:.0%}**" in rows[0]

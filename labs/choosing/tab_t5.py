@@ -88,7 +88,7 @@ def build() -> SimpleNamespace:
     first = t5.PREFIXES["sst2"]
     with gr.Row():
         task = gr.Dropdown([(p.label, k) for k, p in t5.PREFIXES.items()] + [("Your own prefix", OWN)], value="sst2",
-                           label="Task", scale=2)
+                           label="T5 task (its prefix)", scale=2)
         prefix = gr.Textbox(first.prefix, label="Prefix (exactly what goes in front; edit it or type your own)",
                             scale=2, max_length=t5.MAX_PREFIX_CHARS)
         model = gr.Dropdown(names or [t5.T5_SMALL], value=t5.T5_SMALL if t5.T5_SMALL in names or not names else names[0],

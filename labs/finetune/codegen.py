@@ -42,6 +42,12 @@ def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
                  f"    target_modules={list(LORA_TARGETS[s.lora_targets])},\n"
                  f"    modules_to_save=[\"classifier\", \"pooler\"]))\n"
                  f"model.print_trainable_parameters()"),
+        "prompt": (f"from peft import PromptTuningConfig, TaskType, get_peft_model\n"
+                   f"model = get_peft_model(model, PromptTuningConfig(task_type=TaskType.SEQ_CLS, "
+                   f"num_virtual_tokens={n}))\nmodel.print_trainable_parameters()  # the soft prompt and the classifier"),
+        "prefix": (f"from peft import PrefixTuningConfig, TaskType, get_peft_model\n"
+                   f"model = get_peft_model(model, PrefixTuningConfig(task_type=TaskType.SEQ_CLS, "
+                   f"num_virtual_tokens={n}))\nmodel.print_trainable_parameters()  # keys, values and the classifier"),
     }[kind]
     optimizers = ", optimizers=(optimizer, None)" if kind == "llrd" else ""  # Trainer adds the linear schedule
     return f'''from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments

@@ -16,7 +16,7 @@ REDRAW_SECONDS = 1.0  # live curves: often enough to watch, rarely enough not to
 KEEP_RUNS = 5  # a student's runs shown in the comparison
 
 
-COLOURS = (plots.BLUE, plots.RED, plots.GREEN, plots.PURPLE, "#b45309", "#0891b2")
+COLOURS = (plots.BLUE, plots.RED, plots.GREEN, plots.PURPLE, "#b45309", "#0891b2", "#be185d")  # 7 strategies
 
 
 def curves_figure(results: list[RunResult | dict], title: str, metric: str = "accuracy"):

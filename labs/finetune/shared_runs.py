@@ -12,10 +12,11 @@ import hashlib
 import math
 from collections.abc import AsyncIterator
 
+from labs.core.models import models
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import compare, tasks, training
 from labs.finetune.data import Dataset
-from labs.finetune.strategies import Settings, check_settings
+from labs.finetune.strategies import Settings, apply_strategy, check_settings
 from labs.finetune.training import RunResult, Step
 
 OVERHEAD_STEPS = 12  # loading, evaluating and the forgetting probe of one run, in training steps' time
@@ -29,7 +30,38 @@ def _still_whole(events: list) -> bool:
     return all(training.is_kept(e.run_id) for e in events if isinstance(e, RunResult) and e.run_id)
 
 
-JOBS.kind("finetune", seconds_per_unit=SECONDS_PER_STEP, still_valid=_still_whole)
+def ship_kept(event):
+    """With Ray (labs.core.work.ray_jobs), on the worker that trained it: a run's result leaves with its trained
+    weights (a state dict: a model that has run holds transformers' hooks, which do not pickle), its tokenizer
+    and labels; the worker forgets the model."""
+    if isinstance(event, RunResult) and event.run_id:
+        kept = training.take_kept(event.run_id)
+        if kept is not None:
+            model, tokenizer, labels, task = kept
+            return event, ({k: v.detach().cpu() for k, v in model.state_dict().items()}, tokenizer, labels, task)
+    return event
+
+
+def receive_kept(event):
+    """In the front-end: the run's model is built again (the checkpoint with the task's head and the run's
+    strategy, then its trained weights) and kept under the run's id, so "try your model" works here."""
+    if not (isinstance(event, tuple) and len(event) == 2 and isinstance(event[0], RunResult)):
+        return event
+    result, (state, tokenizer, labels, task) = event
+    s = result.settings
+    if task == "sentiment":
+        model, _ = models.load_for_classification(s.model, len(labels), scratch=False, seed=s.seed)
+    else:
+        model, _ = models.load_for_task(s.model, tasks.HEADS[task], labels=labels or None, scratch=False, seed=s.seed)
+    model = apply_strategy(model, s.strategy, s.lora_targets)
+    model.load_state_dict(state)
+    training.keep_as(result.run_id, (model.to(models.pick_device()), tokenizer, labels, task))
+    return result
+
+
+# With Ray, a run trains on a worker and its last event brings the trained model back ("try your model").
+JOBS.kind("finetune", seconds_per_unit=SECONDS_PER_STEP, still_valid=_still_whole, to_wire=ship_kept,
+          from_wire=receive_kept)
 JOBS.kind("compare", seconds_per_unit=SECONDS_PER_STEP)
 
 
@@ -54,21 +86,22 @@ def run_ticket(s: Settings, data: Dataset, scratch: bool, owner: str | None = No
 
 
 def compare_ticket(s: Settings, data, owner: str | None = None, page: bool = False) -> Ticket:
-    """Follow the four strategies' comparison with these settings on this data."""
+    """Follow the strategies' comparison with these settings on this data."""
     return JOBS.submit("compare", (dataclasses.astuple(s), data_key(data)),
-                       lambda control: compare.run_all(s, data, control), units=4 * steps(s, data), owner=owner,
+                       lambda control: compare.run_all(s, data, control), units=len(compare.plan(s)) * steps(s, data),
+                       owner=owner,
                        replace_running=page)
 
 
 async def finetune_stream(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
                           batch_size: int = 16, train_examples: int = 200, seed: int = 0,
-                          compare_scratch: bool = False, task: str = "sentiment",
-                          train_domain: str = "") -> AsyncIterator[dict]:
+                          compare_scratch: bool = False, task: str = "sentiment", train_domain: str = "",
+                          warmup_ratio: float = 0.1, weight_decay: float = 0.01) -> AsyncIterator[dict]:
     """The `finetune` API: a whole run on the built-in data, shared with identical runs. Streams the
     queue's place while it waits, the progress after every step, then the result's JSON. A client that
     goes away leaves the run (which stops after its current step if nobody else follows it)."""
     s, data, scratch = training.api_settings(model, strategy, learning_rate, epochs, batch_size, train_examples,
-                                             seed, compare_scratch, task, train_domain)
+                                             seed, compare_scratch, task, train_domain, warmup_ratio, weight_decay)
     results = []
     async for event in run_ticket(s, data, scratch):
         if isinstance(event, Queued):

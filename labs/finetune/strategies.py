@@ -1,5 +1,6 @@
 """Fine-tune, the settings and strategies: which parameters train (full, frozen embeddings, frozen
-bottom layers, head only, LoRA adapters via peft), checked settings, and parameter counts (B3, B6)."""
+bottom layers, head only, LoRA adapters, prompt tuning and prefix tuning via peft), checked settings, and parameter
+counts (B3, B6)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ HEAD_NAMES = ("pooler", "pre_classifier", "classifier", "qa_outputs")  # "the he
 # pooled or token features; DistilBERT has no pooler, so its untrained pre_classifier learns too).
 FEATURE_HEAD = ("pre_classifier", "classifier", "qa_outputs")
 LLRD_DECAY = 0.95  # the course's ξ: lr_l = lr · ξ^(L − l)
+VIRTUAL_TOKENS = 20  # prompt / prefix tuning's default number of virtual tokens (peft's guides use 20)
+# peft's task type per task head: prompt tuning prepends tokens, so only sentence-level heads keep their positions
+PEFT_TASK_TYPES = {"ForSequenceClassification": "SEQ_CLS", "ForTokenClassification": "TOKEN_CLS",
+                   "ForQuestionAnswering": "QUESTION_ANS"}
+PROMPT_TUNING_TASKS = ("sentiment", "pair")
 
 
 @dataclass(frozen=True)
@@ -75,14 +81,15 @@ STRATEGY_KINDS = {"full": "Full fine-tuning", "freeze_embeddings": "Freeze the e
                   "freeze_bottom": "Partial: freeze the embeddings and the bottom N layers",
                   "features": "Feature extraction (frozen encoder, a linear head)",
                   "head_only": "Head only (pooler + classifier)", "llrd": f"Layer-wise lr decay (ξ = {LLRD_DECAY})",
-                  "lora": "LoRA (peft)"}
+                  "lora": "LoRA (peft)", "prompt": "Prompt tuning (peft: N soft prompt tokens at the input)",
+                  "prefix": "Prefix tuning (peft: N key/value vectors at every layer)"}
 SIMPLE_KINDS = ("full", "freeze_embeddings", "features", "head_only")  # names without a number
 
 
 def strategy_name(kind: str, n: int) -> str:
     """The strategy's name from its kind and number: ("freeze_bottom", 4) -> "freeze_bottom_4"."""
-    return {"freeze_bottom": f"freeze_bottom_{int(n)}", "lora": f"lora_r{int(n)}",
-            "llrd": f"llrd_{LLRD_DECAY}"}.get(kind, kind)
+    return {"freeze_bottom": f"freeze_bottom_{int(n)}", "lora": f"lora_r{int(n)}", "prompt": f"prompt_{int(n)}",
+            "prefix": f"prefix_{int(n)}", "llrd": f"llrd_{LLRD_DECAY}"}.get(kind, kind)
 
 
 def parse_strategy(strategy: str) -> tuple[str, float]:
@@ -90,14 +97,16 @@ def parse_strategy(strategy: str) -> tuple[str, float]:
     if strategy in SIMPLE_KINDS:
         return strategy, 0
     text = strategy if isinstance(strategy, str) else ""
-    match = re.fullmatch(r"(freeze_bottom_|lora_r)(\d{1,3})", text)
+    match = re.fullmatch(r"(freeze_bottom_|lora_r|prompt_|prefix_)(\d{1,3})", text)
     if match and int(match.group(2)) >= 1:
-        return ("freeze_bottom" if match.group(1) == "freeze_bottom_" else "lora"), int(match.group(2))
+        kind = {"freeze_bottom_": "freeze_bottom", "lora_r": "lora"}.get(match.group(1), match.group(1)[:-1])
+        return kind, int(match.group(2))
     match = re.fullmatch(r"llrd_(0?\.\d{1,4}|1(\.0*)?)", text)
     if match and float(match.group(1)) > 0:
         return "llrd", float(match.group(1))
     raise BadInput(f"Unknown strategy {str(strategy)[:40]!r}. Use full, freeze_embeddings, freeze_bottom_N "
-                   "(e.g. freeze_bottom_4), features, head_only, llrd_0.95 or lora_rR (e.g. lora_r8).")
+                   "(e.g. freeze_bottom_4), features, head_only, llrd_0.95, lora_rR (e.g. lora_r8), prompt_N or "
+                   "prefix_N (N virtual tokens, e.g. prompt_20).")
 
 
 def is_head(name: str) -> bool:
@@ -120,6 +129,8 @@ def apply_strategy(model, strategy: str, lora_targets: str = "query, value"):
         raise BadInput(f"This model has {num_layers(model)} layers; freeze_bottom_{n} is too many.")
     if kind == "lora":
         return _with_lora(model, n, lora_targets)
+    if kind in ("prompt", "prefix"):
+        return _with_prompt(model, kind, n)
     for name, param in model.named_parameters():
         frozen = {"full": False,
                   "freeze_embeddings": ".embeddings." in name,
@@ -170,16 +181,57 @@ def _with_lora(model, rank: int, lora_targets: str):
     return get_peft_model(model, config)
 
 
+def peft_task_type(model) -> str:
+    """peft's task type for this transformers task model (BertForTokenClassification -> TOKEN_CLS)."""
+    name = type(model).__name__
+    return next((t for suffix, t in PEFT_TASK_TYPES.items() if name.endswith(suffix)), "SEQ_CLS")
+
+
+def _with_prompt(model, kind: str, tokens: int):
+    """Prompt tuning (trainable vectors before the input's embeddings) or prefix tuning (trainable keys and values
+    at every layer), with peft's own configs; peft keeps the task head trainable (modules_to_save)."""
+    from peft import PrefixTuningConfig, PromptTuningConfig, get_peft_model
+
+    task_type = peft_task_type(model)
+    if kind == "prompt" and task_type != "SEQ_CLS":
+        raise BadInput("Prompt tuning puts its virtual tokens before the input, which moves every token's position: "
+                       "a token or span label no longer lines up (peft offers it here for sentence-level tasks: "
+                       "sentiment, pair). Use prefix tuning for NER and QA: it keeps the positions.")
+    config = (PromptTuningConfig if kind == "prompt" else PrefixTuningConfig)(
+        task_type=task_type, num_virtual_tokens=int(tokens))
+    return get_peft_model(model, config)
+
+
+def is_prompt_learning(model) -> bool:
+    """A peft prompt / prefix tuning model (its encoder's weights are all frozen)."""
+    return bool(getattr(getattr(model, "active_peft_config", None), "is_prompt_learning", False))
+
+
+def encoder_of(model):
+    """The model whose hidden states tell what pre-training taught: for prompt and prefix tuning the transformers
+    model inside peft's wrapper, without the virtual tokens (its weights stay frozen); otherwise the model itself."""
+    return model.base_model if is_prompt_learning(model) else model
+
+
 def count_params(model) -> tuple[int, int]:
     """(trainable, total). peft keeps a frozen copy of each head it trains ("original_module"):
-    that copy is not part of the model being trained, so it is not counted."""
+    that copy is not part of the model being trained, so it is not counted. A peft model's trainable count is
+    peft's own (get_nb_trainable_parameters, what print_trainable_parameters prints)."""
     trainable = total = 0
     for name, param in model.named_parameters():
         if "original_module" in name:
             continue
         total += param.numel()
         trainable += param.numel() if param.requires_grad else 0
+    if hasattr(model, "get_nb_trainable_parameters"):
+        trainable = model.get_nb_trainable_parameters()[0]
     return trainable, total
+
+
+def prompt_added(kind: str, tokens: int, hidden: int, layers: int) -> int:
+    """Prompt tuning trains N × hidden numbers (one vector per virtual token, at the input); prefix tuning
+    without its projection N × layers × 2 × hidden (a key and a value vector per token at every layer)."""
+    return tokens * hidden * (1 if kind == "prompt" else 2 * layers)
 
 
 def lora_added(d_in: int, d_out: int, rank: int) -> int:

@@ -17,6 +17,7 @@ from labs.finetune import (
     shared_runs,
     strategies,
     tab_run,
+    tab_step,
     tab_strategies,
     tab_tasks,
 )
@@ -131,7 +132,7 @@ def settings_section(train_size: int) -> SimpleNamespace:
             model = ui.model_dropdown("encoder", "masked", family_order=True, label="Pre-trained encoder")
             kind = gr.Dropdown([(label, k) for k, label in strategies.STRATEGY_KINDS.items()], value="full",
                                label="Strategy")
-            n = gr.Slider(1, 64, value=4, step=1, label="N (layers to freeze) or r (LoRA rank)")
+            n = gr.Slider(1, 64, value=4, step=1, label="N (layers to freeze, virtual tokens) or r (LoRA rank)")
             targets = gr.Dropdown(list(LORA_TARGETS), value="query, value", label="LoRA target modules")
         params = gr.Markdown()
     with gr.Accordion("3. Hyper-parameters", open=True, elem_classes=["lab-secondary"]):
@@ -201,11 +202,13 @@ def build(demo: gr.Blocks) -> None:
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
+    tab_tasks.recipes_panel(task, s.model, s.values[8])  # the course's recipes beside this lab's defaults
     extras = extras_section()
+    step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
-            scratch=s.scratch, data=source)
+            scratch=s.scratch, data=source, **step)
 
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)

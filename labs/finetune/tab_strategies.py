@@ -1,6 +1,7 @@
-"""Fine-tune, the panel "How to fine-tune: four strategies side by side": one button, four runs on the same
-task, data and seed, a table (trainable parameters, seconds, validation metric, forgetting), their curves
-and the rate of each layer under layer-wise learning-rate decay."""
+"""Fine-tune, the panel "How to fine-tune: the strategies side by side": one button, a run per strategy (four
+classic ones and three parameter-efficient ones with peft) on the same task, data and seed, a table (trainable
+parameters, seconds, validation metric, forgetting), their curves and the rate of each layer under layer-wise
+learning-rate decay."""
 
 from __future__ import annotations
 
@@ -14,19 +15,33 @@ from labs.core.work.jobs import JobGone, Queued
 from labs.finetune import compare, report, shared_runs, strategies, tasks
 from labs.finetune.training import RunResult
 
-STARTING = "Starting the four runs…"
+STARTING = "Starting the runs…"
+TITLE = "How to fine-tune: the strategies side by side (LoRA, prompt and prefix tuning included)"
+BUTTON = "Run every strategy"
+RATES_NOTE = (f"**Each strategy's learning rate** (the table's second column): the encoder's strategies use yours; "
+              f"feature extraction at least {compare.FEATURES_RATE:g}, LoRA (r = {compare.LORA_RANK}) at least "
+              f"{compare.LORA_RATE:g}, prompt and prefix tuning ({strategies.VIRTUAL_TOKENS} virtual tokens) at least "
+              f"{compare.PROMPT_RATE:g}, as peft's guide to prompt-based methods trains them: these few new weights "
+              "start from scratch (LoRA's B at zero, the prompts random) and learn slowly at the encoder's 5e-5. Trainable parameters of the peft rows are "
+              "peft's own count (`get_nb_trainable_parameters`, the task head included). Prompt and prefix tuning "
+              "change no weight of the encoder: their forgetting columns measure the encoder without the virtual "
+              "tokens. Prompt tuning runs on the sentence tasks only (its virtual tokens would move NER's and QA's "
+              "labelled positions). The course: “Prompt tuning | Soft prompts only | Very large models” (Summary "
+              "sheet, Fine-tuning Strategies).")
 
 
 def section() -> tuple:
-    with gr.Accordion("How to fine-tune: four strategies side by side", open=False):
-        gr.Markdown("Feature extraction, partial fine-tuning (the bottom half frozen), full fine-tuning and "
+    with gr.Accordion(TITLE, open=False):
+        gr.Markdown("Feature extraction, partial fine-tuning (the bottom half frozen), full fine-tuning, "
                     "layer-wise learning-rate decay (layer l learns at lr · ξ^(L − l), "
-                    f"ξ = {strategies.LLRD_DECAY}) on the chosen task's built-in data, with the model, learning "
-                    "rate, epochs, batch size, examples and seed set above.")
-        button = gr.Button("Run the four strategies", variant="primary")
+                    f"ξ = {strategies.LLRD_DECAY}), then LoRA, prompt tuning and prefix tuning (peft) on the chosen "
+                    "task's built-in data, with the model, learning rate, epochs, batch size, examples and seed set "
+                    "above.")
+        button = gr.Button(BUTTON, variant="primary")
         progress = gr.HTML()
-        table = ui.table(compare.HEADERS, "The four strategies")
-        curves = gr.Plot(label="The four runs")
+        table = ui.table(compare.HEADERS, "The strategies")
+        gr.Markdown(RATES_NOTE, elem_classes=["lab-secondary"])
+        curves = gr.Plot(label="The runs")
         rates = gr.Plot(label="Layer-wise decay: the learning rate of each layer")
     return button, [progress, table, curves, rates]
 
@@ -40,11 +55,12 @@ def rates_figure(layer_rates: list[dict], layers: int):
 
 async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay, task,
                      request: gr.Request = None):
-    """The four runs, shared with identical comparisons (labs.core.work.jobs), with the queue's place while they
+    """The runs, shared with identical comparisons (labs.core.work.jobs), with the queue's place while they
     wait and a progress line while they train; then the table and the charts."""
     data = tasks.task_data(task)
     s = strategies.check_settings(model_name, "full", lr, epochs, batch_size, n_train, seed, warmup, decay,
                                   max_train=len(data.train), task=task)
+    runs = len(compare.plan(s))
     finished, ticket = [], shared_runs.compare_ticket(s, data, owner=request.session_hash, page=True)
     try:
         async for event in ticket:
@@ -55,7 +71,7 @@ async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, 
                 finished.append(event)
             elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
                 yield (ui.progress_html(event.step / event.total_steps, html.escape(
-                    f"Run {len(finished) + 1} of 4 · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
+                    f"Run {len(finished) + 1} of {runs} · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
     except JobGone as gone:  # Stop, or a newer request of this student
         if ticket.replaced_by == "compare":  # this page's newer comparison has the outputs now
             yield (gr.skip(),) * 4
@@ -64,9 +80,9 @@ async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, 
         return
     rows = [compare.row(r) for r in finished]
     records = [report.curve_record(r) | {"label": r.settings.strategy} for r in finished]
-    llrd = finished[-1]
+    llrd = next(r for r in finished if r.settings.strategy.startswith("llrd_"))
     yield (ui.DONE, pd.DataFrame(compare.table_rows(rows), columns=compare.HEADERS),
-           report.curves_figure(records, "Four strategies, same data and seed", tasks.METRIC[s.task]),
+           report.curves_figure(records, "Every strategy, same data and seed", tasks.METRIC[s.task]),
            rates_figure(llrd.layer_rates, max(r["depth"] for r in llrd.layer_rates)))
 
 
@@ -80,6 +96,7 @@ def wire(button, outputs, values: list, task) -> None:
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
         show_progress_on=[outputs[2]], trigger_mode="multiple")
     ui.api(shared_runs.compare_stream, "compare_strategies",
-           "Run feature extraction, partial and full fine-tuning and layer-wise lr decay on a task's built-in data "
-           "(shared with identical comparisons; streams the queue's place while it waits).",
+           "Run feature extraction, partial and full fine-tuning, layer-wise lr decay, LoRA, prompt tuning (sentence "
+           "tasks) and prefix tuning on a task's built-in data (shared with identical comparisons; streams the "
+           "queue's place while it waits).",
            per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)

@@ -6,13 +6,16 @@ from __future__ import annotations
 import html
 
 import gradio as gr
+import pandas as pd
 
 from labs.core.errors import BadInput
 from labs.core.models import models
-from labs.finetune import predict, tasks
+from labs.core.ui import ui
+from labs.core.work.jobs import JobGone, Queued
+from labs.finetune import predict, recipes, tasks
+from labs.finetune.training import RunResult
 
-# lr, epochs: measured on all-MiniLM-L6-v2 (python -m tests.benchmarks finetune_tasks); pairs overshoot at 3e-4
-TASK_DEFAULTS = {"sentiment": (5e-5, 3), "pair": (1e-4, 5), "ner": (3e-4, 5), "qa": (3e-4, 5)}
+TASK_DEFAULTS = tasks.TASK_DEFAULTS  # (lr, epochs) per task
 SECOND = {"pair": "Sentence B", "qa": "Context (the answer is copied from here)"}
 FIRST = {"sentiment": "Sentence", "pair": "Sentence A", "ner": "Sentence", "qa": "Question"}
 CELL = ("display:inline-block;margin:2px;padding:4px 6px;border-radius:6px;text-align:center;"
@@ -137,3 +140,40 @@ def on_try(task, run_id, text, text_b, model_name=""):
         entities = ", ".join(f"{e['word']} ({e['entity_group']})" for e in result["entities"]) or "none"
         return None, f"<p><b>Entities: {html.escape(entities)}</b></p>" + ner_html(result["pieces"])
     return None, qa_html(result)
+
+
+def recipes_panel(task, model, seed) -> None:
+    """The panel "Why not every task fine-tunes the same way": the course's recipe, this lab's default and why, per task;
+    "Run both" trains the chosen task at each (the task, model and seed picked above)."""
+    with gr.Accordion("Why not every task fine-tunes the same way: the course's recipes and this lab's defaults",
+                      open=False):
+        ui.table(recipes.HEADERS, wrap=True, value=pd.DataFrame(recipes.table_rows(), columns=recipes.HEADERS),
+                 column_widths=["14%", "30%", "14%", "42%"])
+        gr.Markdown(f"Quoted from the {recipes.LECTURE} deck: {recipes.APPENDIX}; {recipes.MECHANICS}. "
+                    f"The appendix ends: “{recipes.START}”. "
+                    "The evidence, measured here: both settings on the chosen task's data, same model and seed "
+                    "(the course's setting at the top of its epoch range).")
+        button = gr.Button("Run both: the course's recipe and this lab's default", elem_id="ft-recipes-run")
+        progress = gr.HTML()
+        table = ui.table(recipes.RUN_HEADERS, "Measured on this server", elem_id="ft-recipes-table")
+    ui.wire(button.click, ui.friendly(on_recipes), [model, task, seed], [progress, table], api_visibility="private",
+            concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal")
+
+
+async def on_recipes(model_name, task, seed, request: gr.Request = None):
+    """Both runs, shared with identical requests: the queue's place, a progress line, then the table."""
+    pair = recipes.settings_pair(model_name, task, seed)
+    finished, ticket = [], recipes.ticket(pair, owner=getattr(request, "session_hash", None))
+    try:
+        async for event in ticket:
+            if isinstance(event, Queued):
+                yield ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), gr.update()
+            elif isinstance(event, RunResult):
+                finished.append(event)
+            elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
+                yield ui.progress_html(event.step / event.total_steps, html.escape(
+                    f"Run {len(finished) + 1} of 2 · step {event.step} of {event.total_steps}")), gr.update()
+    except JobGone as gone:
+        yield ui.progress_html(None, html.escape(str(gone))), gr.update()
+        return
+    yield ui.DONE, pd.DataFrame(recipes.run_rows(finished), columns=recipes.RUN_HEADERS)

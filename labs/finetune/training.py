@@ -25,6 +25,7 @@ from labs.finetune.strategies import (
     apply_strategy,
     check_settings,
     count_params,
+    encoder_of,
     layer_rates,
 )
 
@@ -191,7 +192,8 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         result = RunResult(phase, s, data.labels, *count_params(model), task=task)
         device = str(next(model.parameters()).device)
         train_set, val_set = batchers(task, tokenizer, s, data, device)
-        known = None if scratch else forgetting.snapshot(model, tokenizer, s.model)  # what pre-training taught
+        # What pre-training taught (prompt / prefix tuning: the frozen encoder, without the virtual tokens)
+        known = None if scratch else forgetting.snapshot(encoder_of(model), tokenizer, s.model)
         loss, result.accuracy_before, result.metrics_before, probs_before = measure(model, val_set)
         yield Eval(phase, 0, loss, result.accuracy_before, time.perf_counter() - started, result.metrics_before)
         total_steps = math.ceil(len(train_set) / s.batch_size) * s.epochs
@@ -203,7 +205,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         result.samples = samples(task, data, probs_before, probs_after)
         result.domains = by_domain(data, probs_before, probs_after) if task == "sentiment" else []
         result.train_domain = getattr(data, "train_domain", None)
-        result.forgetting = None if known is None else forgetting.compare(known, model, tokenizer)
+        result.forgetting = None if known is None else forgetting.compare(known, encoder_of(model), tokenizer)
         result.seconds = time.perf_counter() - started
         if keep_for_try and not scratch:  # comparison runs are not kept: they would push out others' models
             result.run_id = keep_model(model, tokenizer, data.labels, task)
@@ -337,6 +339,22 @@ def is_kept(run_id: str | None) -> bool:
     return False
 
 
+def take_kept(run_id: str):
+    """(model, tokenizer, labels, task) of a kept run, forgotten here (a Ray worker sends it to the front-end:
+    labs.finetune.shared_runs), or None."""
+    with _finished_lock:
+        return _finished.pop(run_id, None)
+
+
+def keep_as(run_id: str, kept: tuple) -> None:
+    """Keep (model, tokenizer, labels, task) under a run's own id (a run trained on a Ray worker)."""
+    kept[0].eval()
+    with _finished_lock:
+        _finished[run_id] = kept
+        while len(_finished) > KEEP_FINISHED:
+            _finished.popitem(last=False)
+
+
 def kept_model(run_id: str | None):
     """(model, tokenizer, labels, task) of an earlier run, or BadInput."""
     with _finished_lock:
@@ -364,7 +382,8 @@ def experiment_json(results: list[RunResult]) -> dict:
 
 
 def api_settings(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
-                 compare_scratch=False, task="sentiment", train_domain="") -> tuple[Settings, Dataset, bool]:
+                 compare_scratch=False, task="sentiment", train_domain="", warmup_ratio=0.1,
+                 weight_decay=0.01) -> tuple[Settings, Dataset, bool]:
     """The `finetune` API's arguments checked: the settings, the data and whether to train from scratch too.
     train_domain (sentiment only): train on that domain's reviews alone, at most as many as it has."""
     if not train_domain:
@@ -375,8 +394,8 @@ def api_settings(model, strategy="full", learning_rate=5e-5, epochs=3, batch_siz
         data = builtin_data(train_domain)
         if isinstance(train_examples, (int, float)) and not isinstance(train_examples, bool):
             train_examples = min(train_examples, len(data.train))
-    s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
-                       max_train=len(data.train), task=task)
+    s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed, warmup_ratio,
+                       weight_decay, max_train=len(data.train), task=task)
     return s, data, check_bool(compare_scratch, "compare_scratch")
 
 

@@ -8,6 +8,7 @@ Each function is an async generator of Markdown: a line while a run waits or tra
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import AsyncIterator
 
@@ -21,7 +22,7 @@ from labs.part_b.model_answers import MODEL_ANSWERS
 from labs.part_b.questions import BY_ID
 
 TOO_HIGH = 1e-2  # the handout's "What happens if we set learning_rate=1e-2?"
-RUN_STEPS = facts.RUN_STEPS
+TRAIN_EXAMPLES = 200  # the Fine-tune lab's default: its runs are the ones a class shares
 
 
 def not_measured(what: str, exc: Exception) -> str:
@@ -193,10 +194,7 @@ def schedule_settings(given: dict, qid: str) -> tuple[float, dict, str]:
     """B3.2's or B5.1's boxes as the Fine-tune lab's settings, with the words that say what was run."""
     lr = check_number(answers.number(given.get("lr"), "learning rate") if given.get("lr") not in (None, "") else 2e-5,
                       "The learning rate", 0, 1, low_open=True, hint=" (the course: 2e-5 to 5e-5)")
-    warmup = answers.number(given.get("warmup"), "warm-up steps") or 0
-    if not 0 <= warmup <= RUN_STEPS // 2:
-        raise BadInput(f"Warm-up steps must be from 0 to {RUN_STEPS // 2} here (half of the run's {RUN_STEPS} steps).")
-    settings = {"warmup_ratio": round(warmup / RUN_STEPS, 4)}
+    settings = {}
     if qid == "B3.2":
         settings["strategy"] = strategy_for(answers.text(given.get("freeze"), "Freeze layers?"),
                                             answers.text(given.get("decay"), "Decay strategy"))
@@ -212,8 +210,18 @@ def schedule_settings(given: dict, qid: str) -> tuple[float, dict, str]:
         decay = answers.number(given.get("decay"), "weight_decay")
         if decay is not None:
             settings["weight_decay"] = check_number(decay, "The weight decay", 0, 0.5)
+    steps = run_steps(settings.get("batch_size", 16), settings.get("epochs", 3))
+    warmup = answers.number(given.get("warmup"), "warm-up steps") or 0
+    if not 0 <= warmup <= steps // 2:
+        raise BadInput(f"Warm-up steps must be from 0 to {steps // 2} here (half of this run's {steps} steps).")
+    settings["warmup_ratio"] = round(warmup / steps, 4)
     described = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in settings.items())
     return lr, settings, described
+
+
+def run_steps(batch_size: int, epochs: int) -> int:
+    """The Fine-tune lab's default run (200 built-in reviews) in optimizer steps."""
+    return math.ceil(TRAIN_EXAMPLES / batch_size) * epochs
 
 
 def strategy_for(freeze: str, decay: str) -> str:

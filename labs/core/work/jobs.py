@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labs.core.errors import LabError
+from labs.core.work import ray_backend, ray_jobs
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +181,9 @@ class Ticket:
 
 
 class Jobs:
-    def __init__(self, slots: int = 1, store_size: int = STORE_SIZE):
+    def __init__(self, slots: int = 1, store_size: int = STORE_SIZE, cluster_slots: bool = False):
         self.slots, self.store_size = max(1, slots), store_size
+        self.cluster_slots, self._wire = cluster_slots, {}  # with Ray: the cluster's slots; (to_wire, from_wire)
         self._changed = threading.Condition()  # guards everything below; notified on every change
         self._queue: deque[Job] = deque()
         self._running: list[Job] = []
@@ -196,10 +198,13 @@ class Jobs:
 
     # ------------------------------------------------------------------ asking for a job
 
-    def kind(self, kind: str, *, seconds_per_unit: float, still_valid: Callable | None = None) -> None:
+    def kind(self, kind: str, *, seconds_per_unit: float, still_valid: Callable | None = None,
+             to_wire: Callable | None = None, from_wire: Callable | None = None) -> None:
         """Declare a kind of job: a first estimate of its speed (replaced by measured runs) and, if its
-        results hold something that can be freed (a trained model), how to tell they are still whole."""
+        results hold something that can be freed (a trained model), how to tell they are still whole (with Ray:
+        to_wire there and from_wire here carry it from the worker, see ray_jobs)."""
         self._rate.setdefault(kind, seconds_per_unit)
+        self._wire[kind] = (to_wire, from_wire)
         if still_valid is not None:
             self._valid[kind] = still_valid
 
@@ -296,7 +301,7 @@ class Jobs:
         """Under the lock: the jobs before this one and when it should start (the slots free up as the
         running jobs' measured estimates say; each job ahead then takes the first free slot)."""
         free_at = sorted(max(1.0, self._estimate(j) - j.elapsed()) for j in self._running)
-        free_at += [0.0] * (self.slots - len(free_at))
+        free_at += [0.0] * (self._capacity() - len(free_at))
         ahead = len(self._running)
         for other in self._queue:
             if other is job:
@@ -312,13 +317,13 @@ class Jobs:
     def _dispatch(self) -> None:
         """Under the lock: the first waiting jobs take the free slots (at once, so that a job is "waiting"
         only while every slot is busy)."""
-        while self._queue and len(self._running) < self.slots:
+        while self._queue and len(self._running) < self._capacity():
             job = self._queue.popleft()
             job.state, job.started = Job.RUNNING, time.monotonic()
             self._running.append(job)
             self._ready.append(job)
             self.stats["runs"] += 1
-            if self._workers < self.slots:
+            if self._workers < self._capacity():
                 self._workers += 1
                 threading.Thread(target=self._work, name=f"job slot {self._workers}", daemon=True).start()
             self._wake_waiting()
@@ -332,10 +337,16 @@ class Jobs:
                 job = self._ready.popleft()
             self._run(job)
 
+    def _capacity(self) -> int:  # with Ray and cluster_slots: as many as the cluster holds (asked once)
+        if self.cluster_slots and ray_backend.enabled():
+            self.slots, self.cluster_slots = ray_backend.job_slots(), False
+        return self.slots
+
     def _run(self, job: Job) -> None:
         error = None
-        try:
-            for event in job.work(job.control):
+        try:  # the work runs here, or as a Ray task when LAB_RAY_ADDRESS is set
+            work = ray_jobs.events(job, *self._wire.get(job.kind, (None, None))) if ray_backend.enabled() else None
+            for event in work or job.work(job.control):
                 with self._changed:
                     job.events.append(event)
                     self._changed.notify_all()
@@ -436,4 +447,4 @@ def slots_from_env() -> int:
         return 1
 
 
-JOBS = Jobs(slots_from_env())
+JOBS = Jobs(slots_from_env(), cluster_slots=True)

@@ -25,6 +25,7 @@ import numpy as np
 
 from labs.core.errors import BadInput
 from labs.core.models.models import LoadedModel
+from labs.core.work import ray_backend, ray_passes
 from labs.core.work.batching import Batcher, ResultCache
 from labs.core.work.padding import pad_rows
 
@@ -73,12 +74,18 @@ def _batcher(loaded: LoadedModel, kind: str) -> Batcher:
 
 def submit(loaded: LoadedModel, kind: str, item, cost: int):
     """The result of pass `kind` for one hashable item: cached, shared with an identical request in
-    flight, or computed in the next batch with whatever else has queued."""
+    flight, or computed in the next batch with whatever else has queued (on Ray Serve when LAB_RAY_ADDRESS is set)."""
+    if ray_backend.enabled():
+        return ray_passes.submit_many(loaded, kind, RUNNERS[kind].__module__,
+                                      [((loaded.name, loaded.head, kind, item), item, cost)], cache)[0]
     return _batcher(loaded, kind).submit((loaded.name, loaded.head, kind, item), item, cost)
 
 
 def submit_many(loaded: LoadedModel, kind: str, items: list, costs: list[int]) -> list:
     """Several items of one student's request, queued together so that they share a batch."""
+    if ray_backend.enabled():
+        return ray_passes.submit_many(loaded, kind, RUNNERS[kind].__module__,
+                                      [((loaded.name, loaded.head, kind, i), i, c) for i, c in zip(items, costs)], cache)
     return _batcher(loaded, kind).submit_many([((loaded.name, loaded.head, kind, i), i, c)
                                                for i, c in zip(items, costs)])
 
