@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs.core.errors import BadInput
@@ -17,7 +16,6 @@ from labs.finetune import (
     compare,
     forgetting,
     strategies,
-    tab_strategies,
     tab_tasks,
     tasks,
     training,
@@ -190,20 +188,6 @@ def test_try_a_fully_finetuned_model_offline_says_so_where_the_view_goes():
     label, view = tab_tasks.on_try_hub("qa", *predict.EXAMPLES["qa"])
     assert label is None and "needs the Hub" in view and "distilbert-base-cased-distilled-squad" in view
     assert view.startswith('<div class="lab-notice">')
-
-
-def test_the_strategies_run_from_the_page(page):
-    open_tab(page, "Fine-tune")
-    page.get_by_text("Trainable:").first.wait_for(timeout=60000)
-    epochs = page.locator("#ft-epochs input[type=number]")
-    epochs.fill("1")
-    epochs.press("Enter")
-    page.get_by_text(tab_strategies.TITLE).click()
-    page.get_by_role("button", name=tab_strategies.BUTTON).click()
-    page.get_by_text("Layer-wise learning-rate decay: each layer's rate").first.wait_for(timeout=300000)
-    for strategy in ("features", "freeze_bottom_", "llrd_0.95"):  # the table's rows, as the student reads them
-        page.get_by_text(strategy).last.wait_for(timeout=30000)
-    screenshot(page, "finetune_strategies")
 
 
 def test_the_run_history_names_the_metric_its_runs_share():
