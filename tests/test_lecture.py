@@ -175,7 +175,7 @@ def test_a_fine_tune_link_sets_the_strategy_and_settings_without_starting_a_run(
               learning_rate="0.001", epochs="2")
     page.get_by_text("lora_r8").wait_for(timeout=60000)  # "Trainable: … with lora_r8 on tiny-bert-mlm"
     assert page.locator("button[role=tab][data-tab-id='finetune']").get_attribute("aria-selected") == "true"
-    assert page.get_by_label("Learning rate").input_value() == "0.001"
+    assert page.get_by_label("Learning rate", exact=True).input_value() == "0.001"
     line = page.locator("p:visible", has_text="Trainable:").first.inner_text()
     assert line.endswith(f"with lora_r8 on {tiny_models['masked']}."), line
     assert page.get_by_text("Stopped.").count() == 0 and page.get_by_text(re.compile(r"step \d+ of")).count() == 0

@@ -6,13 +6,13 @@ in this process; "try your model" gives the same probabilities."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pickle
 
 import numpy as np
 import pytest
 import ray_support
+from conftest import run_async
 from test_attention import (  # noqa: F401  (collected again here, through Ray)
     test_causal_model_pair_is_one_text_and_its_future_is_zero,
     test_sentence_pair_segments_and_b_start,
@@ -90,7 +90,7 @@ def test_a_pass_called_from_an_event_loop_gets_its_result(tiny_models):
         return lm.next_token_logits(loaded, [5, 6, 7])
 
     lm.cache.clear()
-    got = asyncio.run(inside_a_loop())
+    got = run_async(inside_a_loop(), timeout=300)  # in a thread: Playwright may hold this one's loop
     lm.cache.clear()
     assert np.array_equal(got, lm.next_token_logits(loaded, [5, 6, 7]))
 
@@ -130,7 +130,7 @@ def test_the_api_stream_on_ray_equals_the_embedded_one(tiny_models, monkeypatch)
         return [e async for e in shared_runs.finetune_stream(*args)]
 
     JOBS.clear()
-    on_ray = asyncio.run(collect())
+    on_ray = run_async(collect(), timeout=600)
     monkeypatch.delenv("LAB_RAY_ADDRESS")
     here = training.finetune(*args)
     assert [e["step"] for e in on_ray if e.get("status") == "running"] == list(range(1, len(here["history"]) + 1))

@@ -244,4 +244,5 @@ def submit_many(loaded, kind: str, module: str, requests: list[tuple], cache) ->
 
 def replica_info(model: str, head: str) -> dict:
     """A replica's node, actor name and batch counts (tests and the load test)."""
-    return handle(model, head).where.remote().result()
+    ask = lambda: handle(model, head).where.remote().result()  # noqa: E731
+    return _calls.submit(ask).result() if _in_event_loop() else ask()
