@@ -230,7 +230,7 @@ def test_b5_1_run_is_the_fine_tune_labs_run_beside_1e_2(lab_services):
     from labs.finetune import training
 
     given = {"requires_grad": "False", "lr": "5e-5", "batch": "16", "epochs": "1", "warmup": "2", "decay": "0.01"}
-    assert evidence.run_steps(16, 1) == 13
+    assert facts.run_steps(16, 1) == 13
     shown = run_async(collect("B5.1", given), timeout=900)[-1]
     rows = [line for line in shown.splitlines() if line.startswith(("| yours", "| too high"))]
     assert len(rows) == 2

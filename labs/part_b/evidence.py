@@ -8,7 +8,6 @@ Each function is an async generator of Markdown: a line while a run waits or tra
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections.abc import AsyncIterator
 
@@ -19,10 +18,8 @@ from labs.core.ui.escape import md
 from labs.core.work import services
 from labs.part_b import answers, facts
 from labs.part_b.model_answers import MODEL_ANSWERS
-from labs.part_b.questions import BY_ID
 
 TOO_HIGH = 1e-2  # the handout's "What happens if we set learning_rate=1e-2?"
-TRAIN_EXAMPLES = 200  # the Fine-tune lab's default: its runs are the ones a class shares
 
 
 def not_measured(what: str, exc: Exception) -> str:
@@ -210,18 +207,13 @@ def schedule_settings(given: dict, qid: str) -> tuple[float, dict, str]:
         decay = answers.number(given.get("decay"), "weight_decay")
         if decay is not None:
             settings["weight_decay"] = check_number(decay, "The weight decay", 0, 0.5)
-    steps = run_steps(settings.get("batch_size", 16), settings.get("epochs", 3))
+    steps = facts.run_steps(settings.get("batch_size", 16), settings.get("epochs", 3))
     warmup = answers.number(given.get("warmup"), "warm-up steps") or 0
     if not 0 <= warmup <= steps // 2:
         raise BadInput(f"Warm-up steps must be from 0 to {steps // 2} here (half of this run's {steps} steps).")
     settings["warmup_ratio"] = round(warmup / steps, 4)
     described = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in settings.items())
     return lr, settings, described
-
-
-def run_steps(batch_size: int, epochs: int) -> int:
-    """The Fine-tune lab's default run (200 built-in reviews) in optimizer steps."""
-    return math.ceil(TRAIN_EXAMPLES / batch_size) * epochs
 
 
 def strategy_for(freeze: str, decay: str) -> str:
@@ -290,7 +282,6 @@ EVIDENCE = {"A1": scratch_vs_pretrained, "A2.1": masked_guesses, "A2.2": left_vs
 
 async def evidence(qid: str, given: dict) -> AsyncIterator[str]:
     """The evidence for one entry, as Markdown, growing while it is computed; then the model answer."""
-    q = BY_ID[qid]
     answer = MODEL_ANSWERS.get(qid, "")
     tail = f"\n\n**A model answer.** {answer}" if answer else ""
     if qid in ("B3.2", "B5.1"):
@@ -305,7 +296,7 @@ async def evidence(qid: str, given: dict) -> AsyncIterator[str]:
         async for text in source:
             yield text
     except (ModelUnavailable, services.NotOffered) as exc:
-        text = not_measured(f"the evidence for {q.id}", exc)
+        text = not_measured(f"the evidence for {qid}", exc)
     yield text + tail
 
 

@@ -108,24 +108,26 @@ def has_gpu() -> bool:
     return cluster_resources().get("GPU", 0) > 0
 
 
+def _asks(what: str, cpus: float, gpu_share: float) -> dict:
+    """Ray's resource request for one replica or job: LAB_RAY_<what>_CPUS / _GPUS, else the defaults (a GPU
+    share only where the cluster has a GPU)."""
+    options = {"num_cpus": _number(f"LAB_RAY_{what}_CPUS", cpus)}
+    gpus = _number(f"LAB_RAY_{what}_GPUS", gpu_share if has_gpu() else 0)
+    if gpus:
+        options["num_gpus"] = gpus
+    return options
+
+
 def pass_actor_options() -> dict:
     """What one pass replica asks for. A replica mostly waits for requests, so it reserves a tenth of a CPU
     (several models' deployments fit on a small machine; the OS shares the cores); a quarter of a GPU where
     the cluster has one (four models' replicas share it)."""
-    options = {"num_cpus": _number("LAB_RAY_PASS_CPUS", 0.1)}
-    gpus = _number("LAB_RAY_PASS_GPUS", 0.25 if has_gpu() else 0)
-    if gpus:
-        options["num_gpus"] = gpus
-    return options
+    return _asks("PASS", 0.1, 0.25)
 
 
 def job_options() -> dict:
     """What one job (a fine-tune run, a comparison) asks for: a CPU, or half a GPU where there is one."""
-    options = {"num_cpus": _number("LAB_RAY_JOB_CPUS", 1)}
-    gpus = _number("LAB_RAY_JOB_GPUS", 0.5 if has_gpu() else 0)
-    if gpus:
-        options["num_gpus"] = gpus
-    return options
+    return _asks("JOB", 1, 0.5)
 
 
 def job_slots() -> int:
