@@ -21,6 +21,7 @@ import gradio as gr  # noqa: E402
 
 from labs.attention import tab as attention  # noqa: E402
 from labs.choosing import tab as choosing  # noqa: E402
+from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, tab_bar
 from labs.core.ui import status, theme, ui
@@ -44,6 +45,7 @@ GROUPS = (
     ("Learning to predict", "predict", (fill_mask, next_token, pretraining)),
     ("Using a model", "using", (choosing, finetune, cost)),
     ("Handout", "handout", (part_b,)),  # the exercises after (and before) the lecture, checked
+    ("Class", "class", (classroom,)),  # ask the room; the students' own panel sits above the tab bar
 )
 LABS = tuple(lab for _, _, labs in GROUPS for lab in labs)
 
@@ -74,16 +76,18 @@ def build_app() -> gr.Blocks:
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
         status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
         link_notes = gr.Markdown(elem_id="lab-link-notes")
+        classroom.build_student_panel(demo)  # a student in a class (?class=CODE) sees the question first
         groups = []
         with gr.Tabs(elem_id="lab-groups") as tabs:
             for title, group_id, labs in GROUPS:
-                with gr.Tab(title, id=group_id, elem_classes=["lab-group"]) as group_tab:
+                with gr.Tab(title, id=group_id, elem_id=f"lab-group-{group_id}", elem_classes=["lab-group"]) as group_tab:
                     with gr.Tabs(elem_classes=["lab-tabs"]) as lab_tabs:
                         tab_of = {}
                         for lab in labs:
                             with gr.Tab(lab.TITLE, id=lab.ID) as tab_of[lab.ID]:
                                 lab.build(demo)
                 groups.append(tab_bar.TabGroup(group_id, group_tab, lab_tabs, tab_of))
+        classroom.connect(demo)  # the labs' "Ask the class" buttons, now that every tab exists
         # A link opens its tab (in its group) with its inputs; each tab computes its first result when shown.
         tab_bar.page_load(demo, tabs, groups, link_notes)
         present.click(None, js=PRESENT_JS)

@@ -33,6 +33,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LAB_EXTRA_MODELS"] = f"{TINY_BERT},{TINY_GPT2},{TINY_T5},{TINY_BERT_PRETRAINING}"
 os.environ.setdefault("LAB_CACHE_DIR", str(Path.home() / ".cache" / "lm-lab"))  # shared: convert SmolLM2 once
 os.environ["GRADIO_TEMP_DIR"] = str(WORK / "gradio")
+os.environ["LAB_DATA_DIR"] = str(WORK / "data")  # the class database (SQLite), thrown away with the run
+os.environ.pop("LAB_CLASS_DB", None)
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 CORPUS = [

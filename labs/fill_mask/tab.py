@@ -7,7 +7,7 @@ import pandas as pd
 
 from labs.core.errors import MAX_CHARS, check_int
 from labs.core.models import models
-from labs.core.ui import plots, ui
+from labs.core.ui import class_hooks, plots, ui
 from labs.fill_mask import compute
 from labs.fill_mask.compute import DOWNLOAD_HINT, EXAMPLES, MAX_BLANKS
 
@@ -150,7 +150,9 @@ def build(demo: gr.Blocks) -> None:
         with gr.Column(scale=2):
             model = ui.model_dropdown("masked", label="Masked LM")
             top_k = gr.Slider(*compute.TOP_K_RANGE, value=5, step=1, label="Top-k guesses per blank")
-    predict_btn = gr.Button("Predict the blanks", variant="primary")
+    with gr.Row():
+        predict_btn = gr.Button("Predict the blanks", variant="primary")
+        class_hooks.ask_button("fill_mask", "🙋 Ask the class about this blank", text=text, model=model, top_k=top_k)
     gr.Examples([[e] for e in EXAMPLES], inputs=[text], label="Examples from the lecture", elem_id="fm-examples")
     filled = gr.Markdown()
     with gr.Row():

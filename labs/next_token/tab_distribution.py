@@ -9,7 +9,7 @@ import gradio as gr
 
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
-from labs.core.ui import plots, ui
+from labs.core.ui import class_hooks, plots, ui
 from labs.next_token import compute
 from labs.next_token.compute import EXAMPLE
 
@@ -55,7 +55,9 @@ def build() -> SimpleNamespace:
         temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (0 = greedy)")
         top_k = gr.Slider(0, 100, value=0, step=1, label="Top-k (0 = off)")
         top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="Top-p (1 = off)")
-    show_button = gr.Button("Show the next-token distribution", variant="primary")
+    with gr.Row():
+        show_button = gr.Button("Show the next-token distribution", variant="primary")
+        class_hooks.ask_button("next_token", "🙋 Ask the class for the next word", text=prompt, model=model)
     summary = gr.Markdown()
     chart = gr.Plot(label="Next-token distribution (click a bar to append that token)", elem_id="nt-chart")
     clicked = gr.Textbox(elem_id="nt-clicked", elem_classes=["lab-offscreen"], label="clicked token", container=False)

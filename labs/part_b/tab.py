@@ -8,7 +8,7 @@ import gradio as gr
 from gradio.context import Context
 
 from labs.core.errors import BadInput
-from labs.core.ui import ui
+from labs.core.ui import class_hooks, ui
 from labs.core.work import jobs
 from labs.part_b import checks, evidence, questions, workbook
 from labs.part_b.questions import BY_ID, QUESTIONS
@@ -172,7 +172,8 @@ def on_next(qid) -> str:
 def build(demo: gr.Blocks) -> None:
     own_tab = Context.block
     ui.explainer(EXPLAINER)
-    saved = gr.BrowserState({"answers": {}, "evidence": {}}, storage_key=STORAGE_KEY)
+    saved = gr.BrowserState({"answers": {}, "evidence": {}}, storage_key=STORAGE_KEY,
+                            secret=class_hooks.BROWSER_SECRET)  # kept across a restart (see class_hooks)
     with gr.Row():
         picker = gr.Dropdown(choices(), value=QUESTIONS[0].id, label="Question", scale=3)
         back, forward = gr.Button("◀ Previous", scale=0, min_width=160), gr.Button("Next ▶", scale=0, min_width=160)
@@ -184,6 +185,7 @@ def build(demo: gr.Blocks) -> None:
         check = gr.Button("Check", variant="primary", scale=0, min_width=160)
         show = gr.Button("Show the evidence", scale=0, min_width=220)
         download = gr.Button("⬇ Download my workbook (Markdown)", scale=0, min_width=340)
+        class_hooks.share_button(saved)  # shown once the student joined a class (Ask the class)
     verdict = gr.Markdown(elem_id="lab-part-b-verdict")
     shown = gr.Markdown(elem_id="lab-part-b-evidence")
     report = gr.Textbox(visible=False)

@@ -150,7 +150,7 @@ def _first_results_on_select(group: TabGroup, by_tab: dict, pages: PageTabs) -> 
         if outputs:
             tab.select(open_tab, inputs, outputs, api_visibility="private")
         else:  # nothing to compute: only remember that the group shows it
-            tab.select(lambda lab=lab: pages.update(lambda page: show(page, group.id, lab)), None, None,
+            tab.select(lambda lab=lab: pages.update(lambda page: show(page, group.id, lab)) and None, None, None,
                        api_visibility="private", queue=False)
     inputs, outputs = _inputs_outputs(by_tab, list(group.labs))
     if not outputs:

@@ -158,10 +158,27 @@ def api(fn, name: str, description: str, *, per_student: bool = False, **kwargs)
     """Register a compute function as a pure-JSON API endpoint. Its type hints describe the inputs;
     the function checks every value itself (an API caller can send anything). Its errors reach the
     client as plain text: no page renders them (see to_gr_error). per_student: the caller's session
-    is the student a job is asked for (labs.core.work.jobs: one waiting job per student)."""
+    is the student a job is asked for (labs.core.work.jobs: one waiting job per student). A function
+    whose last parameter is `request` gets the caller's request there (who is asking, from where)."""
     services.offer(name, fn)  # other labs (the Part B workbook) call it by name, without importing its lab
+    wants_request = "request" in inspect.signature(fn).parameters
     fn = friendly(fn, for_browser=False)
-    return gr.api(as_student(fn) if per_student else fn, api_name=name, api_description=description, **kwargs)
+    fn = as_student(fn) if per_student else with_request(fn) if wants_request else fn
+    return gr.api(fn, api_name=name, api_description=description, **kwargs)
+
+
+def with_request(fn):
+    """fn with its `request` parameter typed gr.Request, so that Gradio hands it the caller's request (a compute
+    module cannot name gradio's type itself)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    signature = inspect.signature(fn)
+    wrapper.__signature__ = signature.replace(parameters=[
+        p.replace(annotation=gr.Request) if p.name == "request" else p for p in signature.parameters.values()])
+    wrapper.__annotations__ = dict(getattr(fn, "__annotations__", {}), request=gr.Request)
+    return wrapper
 
 
 def as_student(fn):

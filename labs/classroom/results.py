@@ -1,0 +1,138 @@
+"""A revealed question as the projector and the students see it: the class's answers beside the model's, and
+the comparison no other tool shows (the model's rank of the class's favourite, the class's share of the
+model's favourite, the model's perplexity on the class, the top-5 overlap). For choices and numbers: a
+histogram and the right answer.
+
+Computed from what the reveal stored (every distinct answer with its count and the model's score), the
+answers the lecturer hid, and the projector's minimum count (rarer answers are shown as "other (n)")."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from labs.classroom import answers
+from labs.classroom.scoring import model_key
+
+WORD_KINDS = ("fill_mask", "next_token")
+KINDS = WORD_KINDS + ("choice", "number")
+TOP_OVERLAP = 5
+HISTOGRAM_BINS = 10
+
+
+def visible(stored: dict, hidden: list[str]) -> list[dict]:
+    """The stored answers the lecturer has not hidden, most given first."""
+    gone = set(hidden)
+    return [a for a in stored["answers"] if a["key"] not in gone]
+
+
+def view(question: dict, stored: dict, hidden: list[str], min_count: int, *, everything: bool = False) -> dict:
+    """The reveal's JSON: `class` (each answer, its count and share, the model's probability and rank), `other`
+    (answers given by fewer than min_count students, as one group), `model_top` (the model's own guesses
+    with the class's share of each), `agreement`; for choices and numbers a `histogram` and the right answer.
+    With everything=True (the lecturer's API) the grouped answers are listed too, flagged `grouped`."""
+    shown = visible(stored, hidden)
+    total = sum(a["count"] for a in shown)
+    rows, other = [], {"answers": 0, "count": 0}
+    for a in shown:
+        grouped = a["count"] < min_count
+        if grouped:
+            other["answers"] += 1
+            other["count"] += a["count"]
+        if everything or not grouped:
+            rows.append({"answer": a["answer"], "count": a["count"], "share": a["count"] / total if total else 0.0,
+                         "model_prob": a.get("model_prob"), "model_rank": a.get("model_rank"),
+                         "pieces": a.get("pieces"), **({"grouped": grouped} if everything else {})})
+    out = {"question": question, "total": total, "hidden": sum(a["count"] for a in stored["answers"]) - total, "min_count": min_count,
+           "class": rows, "other": other}
+    if question["kind"] in WORD_KINDS:
+        out.update(model=stored.get("model"), source=stored.get("source"), approximation=stored.get("approximation"),
+                   model_top=model_top(stored, shown, total), agreement=agreement(stored, shown, total))
+    else:
+        out.update(model_top=[], histogram=histogram(question, shown), agreement=right_answer(question, shown, total))
+    return out
+
+
+def model_top(stored: dict, shown: list[dict], total: int) -> list[dict]:
+    counts = {a["key"]: a["count"] for a in shown}
+    return [{"answer": t["answer"], "prob": t["prob"], "class_count": counts.get(model_key(t["answer"]), 0),
+             "class_share": counts.get(model_key(t["answer"]), 0) / total if total else 0.0}
+            for t in stored.get("model_top", [])]
+
+
+def agreement(stored: dict, shown: list[dict], total: int) -> dict:
+    """How the class and the model agree: the model's rank (and probability) of the class's favourite, the
+    class's share for the model's favourite, the model's mean log-probability of the class's answers (each
+    student's answer once) and its perplexity on the class, and the overlap of the two top fives."""
+    if not shown:
+        return {"answers": 0}
+    favourite = shown[0]
+    top = stored.get("model_top", [])
+    model_favourite = top[0]["answer"] if top else None
+    counts = {a["key"]: a["count"] for a in shown}
+    scored = [a for a in shown if a.get("model_logprob") is not None]
+    n_scored = sum(a["count"] for a in scored)
+    mean = sum(a["count"] * a["model_logprob"] for a in scored) / n_scored if n_scored else None
+    class_five = [a["key"] for a in shown[:TOP_OVERLAP]]
+    model_five = list(dict.fromkeys(model_key(t["answer"]) for t in top))[:TOP_OVERLAP]
+    both = [k for k in class_five if k in model_five]
+    return {"answers": total,
+            "class_favourite": favourite["answer"], "class_favourite_count": favourite["count"],
+            "class_favourite_model_rank": favourite.get("model_rank"),
+            "class_favourite_model_prob": favourite.get("model_prob"),
+            "model_favourite": model_favourite,
+            "model_favourite_class_share": counts.get(model_key(model_favourite), 0) / total if model_favourite else None,
+            "mean_logprob": mean, "perplexity": math.exp(-mean) if mean is not None else None,
+            "answers_scored": n_scored,
+            "top5_overlap": len(both), "top5_both": [next(a["answer"] for a in shown if a["key"] == k) for k in both]}
+
+
+def right_answer(question: dict, shown: list[dict], total: int) -> dict:
+    """For a choice or a number with a right answer: how many gave it (a number within 1 % of it counts)."""
+    out = {"answers": total, "correct": question.get("correct")}
+    if question["kind"] == "number" and shown:
+        values = np.repeat([float(a["key"]) for a in shown], [a["count"] for a in shown])
+        out.update(median=float(np.median(values)), mean=float(values.mean()))
+    if question.get("correct") in (None, ""):
+        return out
+    if question["kind"] == "number":
+        right = float(answers.number(question["correct"])[1])
+        close = [a for a in shown if math.isclose(float(a["key"]), right, rel_tol=0.01, abs_tol=1e-12)]
+    else:
+        close = [a for a in shown if a["key"] == answers.key_of(question["correct"])]
+    right_count = sum(a["count"] for a in close)
+    out.update(right_count=right_count, right_share=right_count / total if total else 0.0)
+    return out
+
+
+def histogram(question: dict, shown: list[dict]) -> list[dict]:
+    """Choices: every option with its count (0 too), in the question's order. Numbers: every value when there
+    are few distinct ones, else HISTOGRAM_BINS equal bins (log-spaced when the values span orders of magnitude)."""
+    if question["kind"] == "choice":
+        counts = {a["key"]: a["count"] for a in shown}
+        return [{"label": o, "count": counts.get(answers.key_of(o), 0)} for o in question["choices"]]
+    by_value = sorted((float(a["key"]), a["answer"], a["count"]) for a in shown)
+    if len(by_value) <= HISTOGRAM_BINS:
+        return [{"label": answers.number_key(v), "low": v, "high": v, "count": n} for v, _, n in by_value]
+    values = np.repeat([v for v, _, _ in by_value], [n for _, _, n in by_value])
+    positive = values.min() > 0
+    if positive and values.max() / values.min() > 1000:
+        edges = np.geomspace(values.min(), values.max(), HISTOGRAM_BINS + 1)
+    else:
+        edges = np.linspace(values.min(), values.max(), HISTOGRAM_BINS + 1)
+    counts, _ = np.histogram(values, edges)
+    return [{"label": f"{low:.3g} – {high:.3g}", "low": float(low), "high": float(high), "count": int(n)}
+            for low, high, n in zip(edges[:-1], edges[1:], counts)]
+
+
+def mine(stored: dict, key: str | None) -> dict | None:
+    """Where one student's answer stood: how many gave it and the model's score of it (hidden or not: it is theirs)."""
+    if not key:
+        return None
+    found = next((a for a in stored["answers"] if a["key"] == key), None)
+    if found is None:
+        return None
+    total = sum(a["count"] for a in stored["answers"])
+    return {"answer": found["answer"], "count": found["count"], "share": found["count"] / total if total else 0.0,
+            "model_prob": found.get("model_prob"), "model_rank": found.get("model_rank")}

@@ -1,0 +1,104 @@
+"""Ask the class, the projector: the question in large type and the number of answers, live (the answers stay
+hidden); Reveal: the class beside the model and the comparison; the history, the export and the workbook as
+the class shared it. Everything here is drawn from `/class_overview`'s JSON."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from labs.classroom import views
+from labs.core.ui import ui
+
+POLL_SECONDS = 1  # the projector's count is at most a second or two behind the class
+HISTORY_HEADERS = ["#", "question", "kind", "model", "answers", "revealed"]
+WORKBOOK_HEADERS = ["question", "right", "wrong", "open", "not measured here", "not tried"]
+DOWNLOAD_CSV_JS = """(text) => { if (!text) return;
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], {type: "text/csv"}));
+  link.download = "lm-lab-class.csv"; link.click(); URL.revokeObjectURL(link.href); }"""
+
+
+def build_live() -> tuple[gr.HTML, gr.HTML, gr.Button, gr.Button]:
+    """The question in large type, the count, Reveal and Next: the top of the projector."""
+    question = gr.HTML(elem_id="lab-class-projector-question")
+    count = gr.HTML(elem_id="lab-class-count")
+    with gr.Row(elem_classes=["lab-class-actions"]):
+        reveal = gr.Button("Reveal the answers", variant="primary", scale=0, min_width=220, elem_id="lab-class-reveal")
+        next_question = gr.Button("Next question", scale=0, min_width=180, elem_id="lab-class-next")
+    return question, count, reveal, next_question
+
+
+def build_results() -> tuple:
+    agreement = gr.HTML(elem_id="lab-class-agreement")
+    class_plot = gr.Plot(label="The class's answers beside the model's", elem_id="lab-class-plot", visible=False)
+    model_plot = gr.Plot(label="The model's own guesses beside the class's", visible=False)
+    note = gr.Markdown(elem_classes=["lab-class-note"])
+    return agreement, class_plot, model_plot, note
+
+
+def build_more() -> tuple:
+    """What the lecturer needs now and then: rare and hidden answers, the history, the export, the workbook."""
+    with gr.Accordion("On the projector: rare and hidden answers", open=False, elem_classes=["lab-secondary"]):
+        with gr.Row():
+            min_count = gr.Slider(1, 10, value=2, step=1, label="Answers given by fewer students show as “other (n)”")
+            hide_choice = gr.Dropdown([], label="Take an answer off the screen", allow_custom_value=True)
+            hide = gr.Button("Hide it", scale=0, min_width=120)
+    with gr.Accordion("This class: questions, export, the workbook", open=False, elem_classes=["lab-secondary"]):
+        history = ui.table(HISTORY_HEADERS, "Questions asked")
+        with gr.Row():
+            export = gr.Button("⬇ Download the class as CSV", scale=0, min_width=280)
+            delete = gr.Button("Delete this class now", scale=0, min_width=220, variant="stop")
+        export_text = gr.Textbox(visible=False)
+        workbook = ui.table(WORKBOOK_HEADERS, "The Part A & B workbook, as students shared it (answers stay with them)")
+    return min_count, hide_choice, hide, history, export, export_text, delete, workbook
+
+
+def history_rows(overview: dict) -> pd.DataFrame:
+    return pd.DataFrame([[q["number"], q["text"], views.KIND_WORDS[q["kind"]], q["model"] or "", q["answers"],
+                          "yes" if q["revealed"] else ""] for q in overview["history"]], columns=HISTORY_HEADERS)
+
+
+def workbook_rows(overview: dict) -> pd.DataFrame:
+    shared = overview["workbook"]
+    rows = []
+    for question, verdicts in sorted(shared["questions"].items()):
+        counts = [verdicts.get(v, 0) for v in ("right", "wrong", "open", "not measured here")]
+        rows.append([question, *counts, shared["students"] - sum(counts)])
+    return pd.DataFrame(rows, columns=WORKBOOK_HEADERS)
+
+
+def results_updates(current: dict | None) -> dict:
+    """The reveal's part of the projector: nothing until the reveal, then the figures and the comparison."""
+    view = (current or {}).get("results")
+    if not view:
+        return {"agreement": "", "class_plot": gr.update(value=None, visible=False),
+                "model_plot": gr.update(value=None, visible=False), "note": "", "hide_choice": gr.update(choices=[])}
+    word = bool(view.get("model_top"))
+    note = ""
+    if word:
+        note = (f"Model: **{ui.md(view['model'])}** ({ui.md(view['source'])}). {ui.md(view['approximation'])}"
+                + (f" {view['hidden']} hidden answer(s) are not shown." if view["hidden"] else ""))
+    return {"agreement": views.agreement_html(view), "class_plot": gr.update(value=views.class_figure(view), visible=True),
+            "model_plot": gr.update(value=views.model_figure(view) if word else None, visible=word), "note": note,
+            "hide_choice": gr.update(choices=[r["answer"] for r in view["class"]])}
+
+
+def projector_updates(overview: dict | None) -> dict:
+    """The projector for this overview (None: no class on this page)."""
+    if overview is None:
+        return {"timer": gr.Timer(active=False), "seen": None, **results_updates(None)}
+    current = overview["current"]
+    question = current["question"] if current else None
+    revealed = bool(question and question["revealed"])
+    return {"question": views.question_html(question, waiting="Ask a question: the class sees it at once."),
+            "count": views.count_html(current["answers"], revealed) if current else "",
+            "reveal": gr.update(visible=bool(question) and not revealed and not overview["closed"]),
+            "next": gr.update(visible=revealed and not overview["closed"]),
+            "ask_box": gr.update(open=question is None and not overview["closed"]),
+            "min_count": overview["min_count"],
+            "history": history_rows(overview), "workbook": workbook_rows(overview),
+            "timer": gr.Timer(active=not overview["closed"]),
+            "seen": {"version": overview["version"], "answers": current["answers"] if current else 0,
+                     "revealed": revealed},
+            **results_updates(current)}

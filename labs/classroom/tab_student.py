@@ -1,0 +1,176 @@
+"""Ask the class, the student's panel: above the tab bar, phone first (390×844), for a page opened with
+?class=CODE (a link or the QR code) or after "Join" in the Class tab. The question, one answer box, Send;
+"waiting for the lecturer" until the reveal; then the class's answers and where the student's own stood.
+The page looks for changes every few seconds (cheap: one cached look at the session per second for the
+whole class), and draws only what changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from labs.classroom import answers, sessions, views
+from labs.core.errors import LabError
+from labs.core.ui import class_hooks, ui
+
+POLL_SECONDS = 3
+# The page's URL keeps the class (a reload stays in it); the body class lets the CSS put the panel first.
+IN_CLASS_JS = """(page) => { if (page && page.code) {
+  const url = new URL(window.location); url.searchParams.set('class', page.code);
+  window.history.replaceState(null, '', url); document.body.classList.add('lab-in-class');
+  const panel = document.getElementById('lab-class-student'); if (panel) panel.scrollIntoView(); } }"""
+LEAVE_JS = """() => { const url = new URL(window.location); url.searchParams.delete('class');
+  window.history.replaceState(null, '', url); document.body.classList.remove('lab-in-class'); }"""
+
+
+@dataclass
+class Panel:
+    column: gr.Column
+    head: gr.Markdown
+    question: gr.HTML
+    word: gr.Textbox
+    choice: gr.Radio
+    send: gr.Button
+    status: gr.Markdown
+    results: gr.HTML
+    page: gr.State  # {"code", "student"} of this page, or None
+    seen: gr.State  # the session version this page shows
+    timer: gr.Timer
+
+    def view_outputs(self) -> list:
+        """What a change of the class redraws, in the order of VIEW (as_list)."""
+        return [getattr(self, name) for name in VIEW]
+
+
+PANEL: Panel | None = None  # this app's panel: the Class tab's "Join" and the workbook's "Share" use it
+VIEW = ("column", "head", "question", "word", "choice", "send", "status", "results", "seen", "timer")
+
+
+def as_list(updates: dict) -> list:
+    return [updates.get(name, gr.skip()) for name in VIEW]
+
+
+def status_text(state: dict) -> str:
+    question = state["question"]
+    if state["closed"]:
+        return "The class has ended. Thank you! The labs below stay open."
+    if question is None:
+        return "✓ You are in. Waiting for the lecturer's question…"
+    if state["revealed"]:
+        return "The answers are revealed. Wait for the next question."
+    if state["your_answer"]:
+        return (f"✓ Received: “{ui.md(state['your_answer'])}”. You can change it until the lecturer reveals "
+                f"the answers ({state['answers']} so far).")
+    return f"Type your answer and press Send ({state['answers']} answered so far)."
+
+
+def view(state: dict, seen) -> dict:
+    """The panel for this state of the class; the answer box keeps what the student typed unless the question
+    changed."""
+    question = state["question"]
+    kind = question["kind"] if question else None
+    open_question = question is not None and not state["revealed"] and not state["closed"]
+    new_question = not isinstance(seen, dict) or seen.get("question") != (question or {}).get("id")
+    updates = {
+        "head": f"**Class {ui.md(state['shown_code'])}**" + (f" · {ui.md(state['title'])}" if state["title"] else ""),
+        "question": views.question_html(question, waiting="Waiting for the lecturer's question…"),
+        "word": gr.update(visible=open_question and kind != "choice", placeholder=views.ANSWER_HINTS.get(kind, ""),
+                          **({"value": ""} if new_question else {})),
+        "choice": gr.update(visible=open_question and kind == "choice",
+                            choices=question["choices"] if kind == "choice" else [],
+                            **({"value": None} if new_question else {})),
+        "send": gr.update(visible=open_question),
+        "status": status_text(state),
+        "results": views.student_results(state["results"], state["your_answer"]) if state["revealed"] else "",
+        "seen": {"version": state["version"], "question": (question or {}).get("id")},
+        "timer": gr.Timer(active=not state["closed"]),
+        "column": gr.update(visible=True),
+    }
+    return updates
+
+
+def refused(message: str) -> dict:
+    return {"column": gr.update(visible=True), "head": "**Ask the class**", "question": "",
+            "word": gr.update(visible=False), "choice": gr.update(visible=False), "send": gr.update(visible=False),
+            "status": ui.notice(message), "results": "", "timer": gr.Timer(active=False)}
+
+
+def build_panel(demo: gr.Blocks) -> Panel:
+    """The panel, hidden until the page is in a class; made once, above the tab bar."""
+    hooks = class_hooks.create_states()
+    with gr.Column(visible=False, elem_id="lab-class-student") as column:
+        head = gr.Markdown(elem_id="lab-class-head")
+        question = gr.HTML(elem_id="lab-class-student-question")
+        word = gr.Textbox(label="Your answer", max_lines=1, max_length=answers.MAX_ANSWER_CHARS,
+                          elem_id="lab-class-answer", autofocus=False)
+        choice = gr.Radio([], label="Your answer", visible=False, elem_id="lab-class-choice")
+        send = gr.Button("Send", variant="primary", elem_id="lab-class-send")
+        status = gr.Markdown(elem_id="lab-class-status")
+        results = gr.HTML(elem_id="lab-class-results")
+        leave = gr.Button("Leave the class", size="sm", elem_classes=["lab-secondary"])
+    panel = Panel(column, head, question, word, choice, send, status, results, gr.State(None), gr.State(None),
+                  gr.Timer(POLL_SECONDS, active=False))
+    global PANEL
+    PANEL = panel
+    outputs = panel.view_outputs()
+
+    def on_open(membership, request: gr.Request):
+        code = (dict(request.query_params) if request is not None else {}).get("class")
+        if not code:
+            return gr.skip(), gr.skip(), *[gr.skip()] * len(outputs)
+        return enter(code, membership, request)
+
+    def on_tick(page, seen, request: gr.Request):
+        if not page:
+            return as_list({"timer": gr.Timer(active=False)})
+        snapshot = sessions.snapshot(page["code"])
+        if snapshot is not None and isinstance(seen, dict) and snapshot.session.version == seen.get("version"):
+            return [gr.skip()] * len(outputs)
+        try:
+            return as_list(view(sessions.class_state(page["code"], page["student"], request), seen))
+        except LabError as exc:
+            return as_list(refused(str(exc)))
+
+    def on_send(page, word, choice, request: gr.Request):
+        if not page:
+            return ui.notice("Join a class first.")
+        snapshot = sessions.snapshot(page["code"])
+        kind = snapshot.question.kind if snapshot and snapshot.question else None
+        try:
+            sent = sessions.class_answer(page["code"], page["student"], choice if kind == "choice" else word, request)
+        except LabError as exc:
+            return ui.notice(str(exc))
+        again = " It replaces your earlier answer." if sent["replaced"] else ""
+        return (f"✓ Received: “{ui.md(sent['answer'])}”.{again} You can change it until the lecturer reveals "
+                "the answers.")
+
+    state_inputs = [hooks.membership]
+    ui.wire(demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
+    ui.wire(panel.timer.tick, on_tick, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
+    ui.wire([send.click, word.submit], on_send, [panel.page, word, choice], status, show_progress="minimal")
+    ui.wire(leave.click, lambda: (None, gr.update(visible=False), gr.Timer(active=False)), None,
+            [panel.page, column, panel.timer], queue=False).then(None, js=LEAVE_JS)
+    return panel
+
+
+def enter(code, membership, request) -> list:
+    """A page joining a class (by its link or a typed code): the browser's ids, the page's place, the panel."""
+    try:
+        page = sessions_join(code, membership, request)
+        state = sessions.class_state(page["code"], page["student"], request)
+    except LabError as exc:
+        return [gr.skip(), None, *as_list(refused(str(exc)))]
+    ids = (membership or {}).get("ids") if isinstance(membership, dict) else None
+    membership = {"ids": {**(ids if isinstance(ids, dict) else {}), page["code"]: page["student"]}}
+    return [membership, page, *as_list(view(state, None))]
+
+
+def sessions_join(code, membership, request) -> dict:
+    """This page's place in the class: the student id this browser already has for it, or a new one."""
+    found = sessions.session_of_code(code, request)
+    code = found.session.code
+    known = ((membership or {}).get("ids") or {}).get(code) if isinstance(membership, dict) else None
+    if not (isinstance(known, str) and sessions.STUDENT_ID.match(known)):
+        known = sessions.class_join(code, request)["student_id"]
+    return {"code": code, "student": known}

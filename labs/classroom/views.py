@@ -1,0 +1,194 @@
+"""What the class's pages show, as HTML and plotly figures built from the endpoints' JSON: the join card (the
+code in large type and its QR code), the question, the live count, the class beside the model, and a
+student's own answer. Every answer is a student's text: escaped wherever it is shown. No gradio here."""
+
+from __future__ import annotations
+
+import segno
+
+from labs.core.ui import plots
+from labs.core.ui.escape import esc
+
+KIND_WORDS = {"fill_mask": "Fill in the blank", "next_token": "The next word", "choice": "Multiple choice",
+              "number": "A number"}
+ANSWER_HINTS = {"fill_mask": "One word for the blank", "next_token": "The next word", "choice": "",
+                "number": "A number, e.g. 12"}
+BAR_ROWS = 10  # answers listed by name on a chart; the rest are "other"
+
+
+def qr_svg(url: str, scale: int = 8) -> str:
+    """The join link as a QR code (segno), inline SVG with a text alternative."""
+    return segno.make(url, error="m").svg_inline(scale=scale, border=2, dark="#111827", light="#ffffff",
+                                                 title="QR code of the class's join link", svgclass="lab-class-qr",
+                                                 omitsize=True)  # sized by CSS (its viewBox scales)
+
+
+def join_card(start: dict) -> str:
+    """The projector's join card: the code in large type, the link, the QR code. Never the lecturer key."""
+    title = f'<div class="lab-class-title">{esc(start["title"])}</div>' if start.get("title") else ""
+    return (f'<div class="lab-class-join">{qr_svg(start["join_url"])}<div>{title}'
+            f'<div class="lab-class-code-label">Join on your phone with the code</div>'
+            f'<div class="lab-class-code" aria-label="Class code {" ".join(start["shown_code"])}">'
+            f'{esc(start["shown_code"])}</div>'
+            f'<div class="lab-class-link">or open <a href="{esc(start["join_url"])}">{esc(start["join_url"])}</a></div>'
+            f'</div></div>')
+
+
+def question_html(question: dict | None, *, waiting: str = "Waiting for the lecturer's question…") -> str:
+    if not question:
+        return f'<div class="lab-class-question lab-class-waiting">{esc(waiting)}</div>'
+    options = ""
+    if question["kind"] == "choice":
+        items = "".join(f"<li>{esc(o)}</li>" for o in question["choices"])
+        options = f'<ol class="lab-class-options" type="A">{items}</ol>'
+    return (f'<div class="lab-class-question"><div class="lab-class-kind">Question {question["number"]} · '
+            f'{esc(KIND_WORDS[question["kind"]])}</div><div class="lab-class-text">{esc(question["text"])}</div>'
+            f'{options}</div>')
+
+
+def count_html(answers: int, revealed: bool) -> str:
+    what = "answer" if answers == 1 else "answers"
+    state = "revealed" if revealed else "hidden until you reveal them"
+    return (f'<div class="lab-class-count" role="status" aria-live="polite"><span class="lab-class-number">'
+            f'{answers}</span> {what} <span class="lab-class-note">({state})</span></div>')
+
+
+def percent(share: float | None) -> str:
+    return "–" if share is None else f"{100 * share:.0f} %"
+
+
+def probability(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def bars_html(rows: list[tuple[str, int, str]], total: int, *, mine: str | None = None, caption: str = "",
+              note_header: str = "") -> str:
+    """Bars as HTML, drawn by CSS: readable on a phone and by a screen reader (a table with widths).
+    rows: (label, count, note); the student's own answer is marked."""
+    body = []
+    for label, count, note in rows:
+        width = 100 * count / total if total else 0
+        own = ' class="lab-class-mine"' if mine is not None and label.casefold() == mine.casefold() else ""
+        marker = ' <span class="lab-class-you">(you)</span>' if own else ""
+        body.append(f'<tr{own}><th scope="row">{esc(label)}{marker}</th><td><div class="lab-class-bar" '
+                    f'style="width:{width:.1f}%"></div><span>{count}</span></td><td>{esc(note)}</td></tr>')
+    caption = f"<caption>{esc(caption)}</caption>" if caption else ""
+    return (f'<table class="lab-class-bars">{caption}<thead><tr><th scope="col">Answer</th><th scope="col">Students'
+            f'</th><th scope="col">{esc(note_header)}</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
+
+
+def class_rows(view: dict) -> list[tuple[str, int, str]]:
+    """The class's answers as bar rows (at most BAR_ROWS named, then "other (n)"), with the model's probability."""
+    word = view["question"]["kind"] in ("fill_mask", "next_token")
+    rows = [(r["answer"], r["count"], probability(r["model_prob"]) if word else "")
+            for r in view["class"] if not r.get("grouped")]
+    other = dict(view["other"])
+    for label, count, _ in rows[BAR_ROWS:]:
+        other["answers"] += 1
+        other["count"] += count
+    rows = rows[:BAR_ROWS]
+    if other["count"]:
+        rows.append((f"other ({other['answers']})", other["count"], ""))
+    if view.get("histogram"):
+        correct = (view["question"].get("correct") or "").casefold()
+        rows = [(h["label"], h["count"], "✓ right answer" if correct and h["label"].casefold() == correct else "")
+                for h in view["histogram"]]
+    return rows
+
+
+def your_line(view: dict, your_answer: str | None) -> str:
+    """Where the student's own answer stood: how many gave it, and the model's probability of it."""
+    you = view.get("you")
+    if not you:
+        return "You did not answer this one." if not your_answer else ""
+    others = you["count"] - 1
+    company = "nobody else gave it" if others == 0 else f"{others} classmate{'s' if others > 1 else ''} gave it too"
+    line = f"Your answer “{esc(you['answer'])}”: {company} ({percent(you['share'])} of the class)."
+    if you.get("model_prob") is not None:
+        line += (f" The model's probability of it: <b>{probability(you['model_prob'])}</b> "
+                 f"(rank {you['model_rank']:,}).")
+    correct = view["question"].get("correct")
+    if correct:
+        line += " ✓ Right." if you["answer"].casefold() == correct.casefold() else f" The right answer: {esc(correct)}."
+    return f'<p class="lab-class-yours">{line}</p>'
+
+
+def student_results(view: dict, your_answer: str | None) -> str:
+    rows = class_rows(view)
+    shown = sum(count for _, count, _ in rows)
+    word = bool(view.get("model_top"))
+    parts = [your_line(view, your_answer), bars_html(rows, shown, mine=your_answer, note_header="Model P" if word else "",
+                                                     caption=f"The class's answers ({view['total']})")]
+    if word:
+        model = [(t["answer"], t["class_count"], probability(t["prob"])) for t in view["model_top"][:5]]
+        parts.append(bars_html(model, max(view["total"], 1), mine=your_answer, note_header="Model P",
+                               caption=f"The model's top {len(model)} ({view.get('model', '')}): how many of you "
+                                       "gave each"))
+    return "".join(parts)
+
+
+def agreement_html(view: dict) -> str:
+    """The comparison no other tool shows, as four large figures."""
+    a = view.get("agreement") or {}
+    if not a.get("answers"):
+        return '<p class="lab-class-note">No answers to compare.</p>'
+    if view["question"]["kind"] not in ("fill_mask", "next_token"):
+        cards = [("answers", str(a["answers"]))]
+        if a.get("correct"):
+            cards.append((f"gave the right answer ({esc(a['correct'])})", percent(a.get("right_share"))))
+        if a.get("median") is not None:
+            cards.append(("the class's median", f"{a['median']:.4g}"))
+        return _cards(cards)
+    ppl = a.get("perplexity")
+    cards = [
+        (f"the model's rank of the class's favourite, “{esc(a['class_favourite'])}” "
+         f"(p = {probability(a['class_favourite_model_prob'])})", f"#{a['class_favourite_model_rank']:,}"
+         if a.get("class_favourite_model_rank") else "–"),
+        (f"of the class gave the model's favourite, “{esc(a['model_favourite'] or '')}”",
+         percent(a.get("model_favourite_class_share"))),
+        (f"the model's perplexity on the class (mean log-probability {a['mean_logprob']:.2f})"
+         if a.get("mean_logprob") is not None else "the model's perplexity on the class",
+         f"{ppl:,.1f}" if ppl is not None else "–"),
+        ("of the class's top 5 are in the model's top 5" + (f": {', '.join(esc(w) for w in a['top5_both'])}"
+                                                            if a.get("top5_both") else ""), f"{a['top5_overlap']} / 5")]
+    return _cards(cards)
+
+
+def _cards(cards: list[tuple[str, str]]) -> str:
+    items = "".join(f'<div class="lab-class-card"><div class="lab-class-big">{value}</div><div>{label}</div></div>'
+                    for label, value in cards)
+    return f'<div class="lab-class-cards">{items}</div>'
+
+
+def class_figure(view: dict):
+    """The projector's chart: the class's answers (counts) beside the model's probability of the same words;
+    for choices and numbers, the histogram with the right answer in green."""
+    rows = class_rows(view)
+    labels = [label for label, _, _ in rows]
+    counts = [count for _, count, _ in rows]
+    if view.get("histogram"):
+        correct = (view["question"].get("correct") or "").casefold()
+        colours = [plots.GREEN if correct and label.casefold() == correct else plots.BLUE for label in labels]
+        return plots.bar_chart(labels, counts, title=plots.safe(f"The class's answers ({view['total']})"),
+                               x_title="students", colors=colours)
+    by_answer = {r["answer"]: r["model_prob"] for r in view["class"]}
+    probs = [by_answer.get(label) or 0.0 for label in labels]
+    fig = plots.bars_side_by_side([(f"The class: students ({view['total']})", labels, counts),
+                                   (f"The model ({view.get('model', '')}): P(word)", labels, probs)],
+                                  title=plots.safe("The class's answers beside the model's probability of them"))
+    fig.update_xaxes(rangemode="tozero")
+    return fig
+
+
+def model_figure(view: dict):
+    """The model's own top-k beside the class's share of each."""
+    top = view.get("model_top") or []
+    labels = [t["answer"] for t in top]
+    fig = plots.bars_side_by_side([(f"The model's top {len(top)}: P(word)", labels, [t["prob"] for t in top]),
+                                   ("The class's share of each", labels, [t["class_share"] for t in top])],
+                                  title=plots.safe("The model's own guesses beside the class's"))
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_xaxes(range=[0, 1], tickformat=".0%", row=1, col=2)  # a share, 0 to 100 %, even when nobody gave it
+    return fig

@@ -1,0 +1,244 @@
+"""Ask the class through the API, as a lecturer's script and a class of students would use it: the reveal equal
+to the labs' own `/fill_mask` and `/next_token`, a hostile client that never acts as the lecturer, a server
+killed mid-question that loses no answer, and two front-ends sharing one PostgreSQL database."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, WORK, free_port
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+
+def start_class(client) -> dict:
+    return client.predict("Week 6 <script>alert(1)</script>", api_name="/class_start")
+
+
+def ask(client, key, kind, text, model="", choices=None, correct="", top_k=10) -> dict:
+    return client.predict(lecturer_key=key, kind=kind, text=text, model=model, choices=choices, correct=correct,
+                          top_k=top_k, api_name="/class_ask")
+
+
+def answer(client, code, student, word) -> dict:
+    return client.predict(code=code, student_id=student, answer=word, api_name="/class_answer")
+
+
+def test_the_reveal_equals_the_labs_own_computation(client, tiny_models):
+    start = start_class(client)
+    key, code = start["lecturer_key"], start["code"]
+    text = "The [MASK] sat on the mat."
+    ask(client, key, "fill_mask", text, tiny_models["masked"])
+    given = ["cat"] * 5 + ["dog"] * 3 + ["embeddings", "mat", "<b>cat</b>"]
+    for i, word in enumerate(given):
+        answer(client, code, f"api-student-{i:03d}", word)
+    revealed = client.predict(key, api_name="/class_reveal")
+    lab = client.predict(text, tiny_models["masked"], 20, api_name="/fill_mask")["masks"][0]["predictions"]
+    rows = {r["answer"]: r for r in revealed["class"]}
+    assert rows["cat"]["count"] == 5 and rows["<b>cat</b>"]["count"] == 1  # stored as typed, shown escaped
+    for p in lab:
+        if p["token"] in rows:
+            assert rows[p["token"]]["model_prob"] == pytest.approx(p["prob"], rel=1e-5)
+    assert [t["prob"] for t in revealed["model_top"]] == pytest.approx([p["prob"] for p in lab[:10]], rel=1e-6)
+    assert len(rows["embeddings"]["pieces"]) > 1 and 0 < rows["embeddings"]["model_prob"] < 1
+
+    prompt = "The cat sat on the"
+    ask(client, key, "next_token", prompt, tiny_models["causal"], top_k=5)
+    for i, word in enumerate(["mat", "mat", "floor", "attention"]):
+        answer(client, code, f"api-student-{i:03d}", word)
+    revealed = client.predict(key, api_name="/class_reveal")
+    lab = client.predict(prompt, tiny_models["causal"], 1.0, 0, 1.0, api_name="/next_token")["distribution"]
+    by_id = {e["token_id"]: e["prob"] for e in lab}
+    for row in revealed["class"]:
+        if len(row["pieces"]) == 1:
+            first = next((i for i, e in enumerate(lab) if e["token"].strip() == row["answer"]), None)
+            if first is not None:
+                assert row["model_prob"] == pytest.approx(lab[first]["prob"], rel=1e-5)
+    assert all(0 < r["model_prob"] <= max(by_id.values()) + 1e-9 or len(r["pieces"]) > 1 for r in revealed["class"])
+    assert revealed["agreement"]["answers"] == 4 and math.isfinite(revealed["agreement"]["perplexity"])
+    exported = client.predict(key, api_name="/class_export")
+    assert exported["csv"].count("\n") >= 8 and "embeddings" in exported["csv"]
+
+
+def test_a_hostile_client_never_acts_as_the_lecturer(client, app_server, tiny_models):
+    start = start_class(client)
+    key, code = start["lecturer_key"], start["code"]
+    hostile = Client(app_server["url"], verbose=False, headers={"X-Forwarded-For": "203.0.113.66"})
+    student = hostile.predict(code, api_name="/class_join")["student_id"]
+    attempts = 0
+    for wrong in (student, code, "", key[:-2], key.upper() if key.upper() != key else key.lower()):
+        for name, args in (("/class_ask", dict(kind="number", text="Owned?")), ("/class_reveal", {}),
+                           ("/class_export", {}), ("/class_delete", {}), ("/class_close", {}),
+                           ("/class_hide", dict(answer="cat"))):
+            with pytest.raises(AppError, match="Only the lecturer|Too many"):
+                hostile.predict(lecturer_key=wrong, api_name=name, **args)
+            attempts += 1
+    assert attempts == 30
+    overview = client.predict(key, api_name="/class_overview")
+    assert overview["history"] == [] and not overview["closed"]  # nothing the hostile client sent was taken
+    with pytest.raises(AppError, match="Too many"):  # 30 failures in a minute: even a right code waits
+        hostile.predict(code, api_name="/class_join")
+    assert client.predict(code, api_name="/class_join")["student_id"]  # other clients are not affected
+    # What students receive never carries the key.
+    ask(client, key, "number", "How many tokens in 'unbelievable'?", correct="1")
+    for response in (client.predict(code, api_name="/class_join"),
+                     client.predict(code, student, api_name="/class_state")):
+        assert key not in repr(response)
+
+
+@pytest.mark.parametrize("given, message", [("x" * 10_000, "10,000 characters"), ("", "Type your answer"),
+                                            ("twelve", "not a number")])
+def test_bad_answers_get_a_clear_message(client, given, message):
+    start = start_class(client)
+    ask(client, start["lecturer_key"], "number", "How many?")
+    with pytest.raises(AppError, match=message):
+        answer(client, start["code"], "api-student-bad", given)
+
+
+# ------------------------------------------------------------------ servers of their own
+
+
+def launch(env: dict, log_name: str) -> tuple[subprocess.Popen, str]:
+    """`python app.py` on a free port with these settings; waits for its page."""
+    port = free_port()
+    (WORK / "app-tmp").mkdir(exist_ok=True)
+    full = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), TMPDIR=str(WORK / "app-tmp"),
+                **env)
+    log = open(WORK / log_name, "a")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 120
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).read(100)
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                pytest.fail(f"app did not start:\n{(WORK / log_name).read_text()[-3000:]}")
+            time.sleep(0.3)
+
+
+def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
+    proc.send_signal(sig)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_a_server_killed_mid_question_loses_no_answer(tiny_models):
+    data = WORK / "restart-data"
+    proc, url = launch({"LAB_DATA_DIR": str(data)}, "restart.log")
+    try:
+        lecturer = Client(url, verbose=False)
+        start = start_class(lecturer)
+        ask(lecturer, start["lecturer_key"], "next_token", "Once upon a", tiny_models["causal"])
+        students = [f"restart-student-{i:03d}" for i in range(40)]
+        with ThreadPoolExecutor(8) as pool:
+            acknowledged = list(pool.map(lambda s: answer(lecturer, start["code"], s, "time"), students[:20]))
+        assert len(acknowledged) == 20
+    finally:
+        stop(proc, signal.SIGKILL)  # no shutdown at all: what was acknowledged must be on disk
+    proc, url = launch({"LAB_DATA_DIR": str(data)}, "restart.log")
+    try:
+        client = Client(url, verbose=False)
+        assert client.predict(start["code"], students[0], api_name="/class_state")["your_answer"] == "time"
+        for s in students[20:]:
+            answer(client, start["code"], s, "day")
+        revealed = client.predict(start["lecturer_key"], api_name="/class_reveal")
+        assert {r["answer"]: r["count"] for r in revealed["class"]} == {"time": 20, "day": 20}
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    from postgres import Server
+
+    server = Server(free_port())
+    yield server
+    server.close()
+
+
+def test_two_front_ends_share_their_classes_in_postgresql(postgres, tiny_models):
+    env = {"LAB_CLASS_DB": postgres.url, "LAB_DATA_DIR": str(WORK / "unused-data")}
+    (a, url_a), (b, url_b) = launch(env, "front-a.log"), launch(env, "front-b.log")
+    try:
+        front_a, front_b = Client(url_a, verbose=False), Client(url_b, verbose=False)
+        start = start_class(front_a)
+        ask(front_a, start["lecturer_key"], "choice", "Which reads both sides?", choices=["BERT", "GPT-2"],
+            correct="BERT")
+        for i in range(10):  # half the class behind each front-end
+            answer(front_a if i % 2 else front_b, start["code"], f"pg-student-{i:03d}", "A" if i < 7 else "B")
+        assert front_b.predict(start["lecturer_key"], api_name="/class_count")["answers"] == 10
+        revealed = front_b.predict(start["lecturer_key"], api_name="/class_reveal")  # the other front-end reveals
+        assert [(h["label"], h["count"]) for h in revealed["histogram"]] == [("BERT", 7), ("GPT-2", 3)]
+        time.sleep(1.1)  # a front-end's view of a session is at most a second old
+        state = front_a.predict(start["code"], "pg-student-001", api_name="/class_state")
+        assert state["revealed"] and state["results"]["agreement"]["right_count"] == 7
+        with pytest.raises(AppError, match="revealed"):
+            answer(front_a, start["code"], "pg-student-late", "A")
+    finally:
+        stop(a)
+        stop(b)
+
+
+def test_the_database_url_is_what_a_user_writes(postgres, monkeypatch, tmp_path):
+    from labs.classroom import store
+
+    monkeypatch.setenv("LAB_CLASS_DB", postgres.url)
+    assert store.database_url().startswith("postgresql+psycopg://lab@127.0.0.1:")
+    opened = store.Store()
+    assert opened.schema_version() == store.SCHEMA_VERSION
+    assert store.Store().schema_version() == store.SCHEMA_VERSION  # opening again migrates nothing
+    monkeypatch.delenv("LAB_CLASS_DB")
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    assert store.database_url() == f"sqlite:///{Path(tmp_path) / 'classes.sqlite3'}"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_answer_is_in_the_reveal_or_refused_never_lost(backend, request, monkeypatch, tmp_path, tiny_models):
+    """Forty students answer while the lecturer reveals: every acknowledged answer is counted in the reveal, and
+    every refused one is absent (the database decides, not a front-end's cached view)."""
+    from labs.classroom import sessions, store
+
+    if backend == "postgresql":
+        monkeypatch.setenv("LAB_CLASS_DB", request.getfixturevalue("postgres").url)
+    else:
+        monkeypatch.delenv("LAB_CLASS_DB", raising=False)
+        monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    store.reset()
+    try:
+        start = sessions.class_start("race")
+        sessions.class_ask(start["lecturer_key"], "number", "How many?")
+        outcomes = {}
+
+        def one(i):
+            try:
+                sessions.class_answer(start["code"], f"race-student-{i:03d}", str(i % 3))
+                outcomes[i] = "ok"
+            except Exception as exc:  # refused after the reveal
+                outcomes[i] = str(exc)
+
+        with ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(one, i) for i in range(40)]
+            while sum(f.done() for f in futures) < 15:
+                time.sleep(0.001)
+            revealed = sessions.class_reveal(start["lecturer_key"])
+        accepted = [i for i, o in outcomes.items() if o == "ok"]
+        assert all("revealed" in o for o in outcomes.values() if o != "ok")
+        assert revealed["total"] == len(accepted) >= 15
+        question = store.get().session_by_code(start["code"]).current_question
+        assert store.get().count(question) == len(accepted)
+    finally:
+        store.reset()
