@@ -12,6 +12,8 @@ Not a unit test: these machines are noisy, so it prints figures instead of asser
     python -m tests.loadtest --page-open              # a class opening the page at once (25 / 50 / 100 students)
     python -m tests.loadtest --page-open --app-dir /path/to/before,.   # two versions side by side, one run
     python -m tests.loadtest --heavy                  # a class pressing the heaviest buttons (tests/loadtest_heavy.py)
+    python -m tests.loadtest --class 100              # Ask the class: 100 students answer one question at once, the
+                                                      # projector counts, the lecturer reveals (tests/loadtest_class.py)
     python -m tests.loadtest --backend both --clients 50 --only fill_mask,next_token   # embedded, then Ray
                                                       # (LAB_RAY_ADDRESS=local: Ray Serve and Ray tasks; --heavy too)
 """
@@ -462,8 +464,14 @@ def main() -> int:
                                                                      "(0.1 for a quick try)")
     parser.add_argument("--cap", type=float, default=420.0, help="--heavy: seconds per scenario; students not "
                                                                   "finished by then are counted as unfinished")
+    parser.add_argument("--class", dest="class_size", default="", help="Ask the class: this many students answer "
+                                                                        "one question at once (tests/loadtest_class.py)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.class_size:
+        from tests import loadtest_class
+
+        return loadtest_class.main_class(args)
     if args.heavy:
         from tests import loadtest_heavy
 

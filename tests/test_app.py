@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from labs.core.models import models
 
 TAB_GROUPS = [["Tokens", "Embeddings", "Attention", "Masks"], ["Fill in the blank", "Next token", "Pre-training"],
-              ["Choosing a model", "Fine-tune", "Cost & scale"], ["Part A & B workbook"]]
+              ["Choosing a model", "Fine-tune", "Cost & scale"], ["Part A & B workbook"], ["Ask the class"]]
 TAB_TITLES = [title for group in TAB_GROUPS for title in group]
 
 

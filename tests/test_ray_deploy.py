@@ -106,3 +106,21 @@ def test_the_front_ends_keep_a_session_on_one_pod_and_join_the_cluster():
     assert {"name": "LAB_RAY_ADDRESS", "value": "auto"} in pod["env"]
     assert f"{rayservice()['metadata']['name']}-head-svc:6379" in pod["args"][0]
     assert docs["Deployment"]["spec"]["replicas"] > 1
+
+
+def test_the_front_ends_share_one_class_database():
+    """Every front-end pod reads LAB_CLASS_DB from the Secret that deploy/postgres.yaml's server is set up with."""
+    from sqlalchemy.engine import make_url
+
+    front = {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "frontend.yaml").read_text())}
+    db = {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "postgres.yaml").read_text())}
+    pod = front["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    source = next(e for e in pod["env"] if e["name"] == "LAB_CLASS_DB")["valueFrom"]["secretKeyRef"]
+    assert source["name"] == db["Secret"]["metadata"]["name"]
+    url = make_url(db["Secret"]["stringData"][source["key"]])
+    server = db["StatefulSet"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in server["env"]}
+    assert url.get_backend_name() == "postgresql" and url.host == db["Service"]["metadata"]["name"]
+    assert url.port == db["Service"]["spec"]["ports"][0]["port"] == server["ports"][0]["containerPort"]
+    assert (url.username, url.database) == (env["POSTGRES_USER"], env["POSTGRES_DB"])
+    assert url.password == db["Secret"]["stringData"]["password"]

@@ -20,6 +20,7 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I: read off a
 CODE_LENGTH = 6
 CODE_PATTERN = re.compile(r"[\s\-]")
 FAILED_LIMIT = 30  # unknown codes or wrong keys per client per minute: a lecture hall behind one address typos
+STARTS_LIMIT = 60  # classes started by one client within ten minutes of each other: a script cannot fill the disk
 
 
 class Refused(LabError):
@@ -27,6 +28,7 @@ class Refused(LabError):
 
 
 _failures: cachetools.TTLCache = cachetools.TTLCache(maxsize=65536, ttl=60)
+_starts: cachetools.TTLCache = cachetools.TTLCache(maxsize=65536, ttl=600)
 _lock = threading.Lock()
 
 
@@ -86,6 +88,17 @@ def check_not_blocked(request) -> None:
     if failures >= FAILED_LIMIT:
         raise Refused("Too many wrong class codes or keys from this network in the last minute. "
                       "Wait a minute, then type the code from the projector again.")
+
+
+def check_start_allowed(request) -> None:
+    """Count a class started by this client; refuse past STARTS_LIMIT."""
+    client = client_of(request)
+    with _lock:
+        _starts[client] = _starts.get(client, 0) + 1
+        started = _starts[client]
+    if started > STARTS_LIMIT:
+        raise Refused("Too many classes were started from this network in the last minutes. Use the class you "
+                      "started (your lecturer link), or wait ten minutes.")
 
 
 def public_url(request) -> str:

@@ -31,6 +31,7 @@ from labs.classroom import store as stores
 from labs.classroom.access import (  # noqa: F401  (the endpoints' callers use these names from here)
     Refused,
     check_not_blocked,
+    check_start_allowed,
     clean_code,
     failed,
     join_url,
@@ -51,6 +52,7 @@ EXPIRES_AFTER = 24 * 3600  # a session with no activity for a day is gone
 TOUCH_EVERY = 60  # an answer counts as the session's activity at most once a minute (one write, not 100)
 SNAPSHOT_SECONDS = 1.0  # how stale a front-end's view of a session may be (another front-end's changes)
 MAX_ANSWERS = 5000  # per question: a hostile script cannot fill the disk
+MAX_QUESTIONS = 500  # per class
 MAX_QUESTION_CHARS = 300
 MAX_TITLE_CHARS = 80
 DEFAULT_TOP_K = 10
@@ -68,7 +70,7 @@ class Snapshot:
 _snapshots: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=SNAPSHOT_SECONDS)
 _touched: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=TOUCH_EVERY)
 _cache_lock = threading.Lock()
-_reveal_locks: dict[int, threading.Lock] = {}
+_reveal_locks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)  # per question being revealed
 
 
 def db() -> stores.Store:
@@ -134,6 +136,7 @@ def class_start(title: str = "", request=None) -> dict:
     """`/class_start(title)`: a new class session. The lecturer key is in the answer once, and never again."""
     title = check_text(title, "Week 6: pre-trained language models", max_chars=MAX_TITLE_CHARS, allow_empty=True,
                        what="class title")
+    check_start_allowed(request)
     db().purge(now() - EXPIRES_AFTER)
     key = secrets.token_urlsafe(24)
     for _ in range(20):
@@ -233,6 +236,8 @@ def class_ask(lecturer_key: str, kind: str, text: str, model: str = "", choices:
     if session.closed_at is not None:
         raise BadInput("This class has ended; start a new one to ask again.")
     question = check_question(kind, text, model, choices, correct, top_k)
+    if len(db().questions_of(session.id)) >= MAX_QUESTIONS:
+        raise BadInput(f"This class has asked {MAX_QUESTIONS} questions, all it can keep; start a new class.")
     question_id = db().add_question(session.id, now(), **question)
     _changed(session.code)
     return {"question_id": question_id, "code": session.code, **question}

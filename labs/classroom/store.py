@@ -37,7 +37,7 @@ sessions = sa.Table(
     sa.Column("title", sa.String(120), nullable=False, default=""),
     sa.Column("key_hash", sa.String(64), nullable=False, unique=True),  # sha256 of the lecturer key, never the key
     sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("active_at", sa.Float, nullable=False),
+    sa.Column("active_at", sa.Float, nullable=False, index=True),  # the day-old ones are purged
     sa.Column("closed_at", sa.Float),
     sa.Column("min_count", sa.Integer, nullable=False, default=2),
     sa.Column("current_question", sa.Integer),  # None: between questions

@@ -29,8 +29,8 @@ TRY_THIS = (
 # On a lecturer's page every lab shows its "Ask the class" button (assets/lab.css: body.lab-lecturing).
 LECTURING_JS = "(s) => { document.body.classList.toggle('lab-lecturing', !!(s && s.key)); }"
 # The lecturer link's key was moved out of the address bar before the page drew (assets/js/classroom.js).
-READ_LINK_KEY_JS = """() => { const key = sessionStorage.getItem('lm-lab-lecturer-link') || '';
-  sessionStorage.removeItem('lm-lab-lecturer-link'); return key; }"""
+READ_LINK_KEY_JS = """(unused, state) => { const key = sessionStorage.getItem('lm-lab-lecturer-link') || '';
+  sessionStorage.removeItem('lm-lab-lecturer-link'); return [key, state]; }"""
 OPEN_CLASS_TAB_JS = "() => { const tab = document.getElementById('lab-group-class-button'); if (tab) tab.click(); }"
 VIEW = ("start_box", "lecturing", "join_row", "card", "question", "count", "reveal", "next", "ask_box", "min_count",
         "hide_choice", "agreement", "class_plot", "model_plot", "note", "history", "workbook", "timer", "seen")
@@ -51,8 +51,8 @@ def views_of(state: dict | None, overview: dict | None) -> list:
 def overview_for(state, request) -> list:
     """[lecturer state, *views]: the class this page lectures, or none (a key that stopped working is forgotten)."""
     key = state.get("key") if isinstance(state, dict) else None
-    if not key:
-        return [gr.skip(), *views_of(None, None)]
+    if not key:  # a page that lectures nothing keeps the tab as it was built (every student's page open)
+        return [gr.skip()] * (len(VIEW) + 1)
     try:
         overview = sessions.class_overview(key, request)
     except LabError:

@@ -36,7 +36,7 @@ def build_card() -> tuple[gr.HTML, gr.Button, gr.Button]:
     card = gr.HTML(elem_id="lab-class-card")
     with gr.Row(elem_classes=["lab-class-actions"]):
         copy = gr.Button("Copy my lecturer link", size="sm", scale=0, min_width=200)
-        end = gr.Button("End the class", size="sm", scale=0, min_width=140, elem_classes=["lab-secondary"])
+        end = gr.Button("End the class", size="sm", scale=0, min_width=140)
     return card, copy, end
 
 

@@ -39,12 +39,12 @@ def build_results() -> tuple:
 
 def build_more() -> tuple:
     """What the lecturer needs now and then: rare and hidden answers, the history, the export, the workbook."""
-    with gr.Accordion("On the projector: rare and hidden answers", open=False, elem_classes=["lab-secondary"]):
+    with gr.Accordion("On the projector: rare and hidden answers", open=False):
         with gr.Row():
             min_count = gr.Slider(1, 10, value=2, step=1, label="Answers given by fewer students show as “other (n)”")
             hide_choice = gr.Dropdown([], label="Take an answer off the screen", allow_custom_value=True)
             hide = gr.Button("Hide it", scale=0, min_width=120)
-    with gr.Accordion("This class: questions, export, the workbook", open=False, elem_classes=["lab-secondary"]):
+    with gr.Accordion("This class: questions, export, the workbook", open=False):
         history = ui.table(HISTORY_HEADERS, "Questions asked")
         with gr.Row():
             export = gr.Button("⬇ Download the class as CSV", scale=0, min_width=280)

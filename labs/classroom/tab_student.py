@@ -54,15 +54,15 @@ def as_list(updates: dict) -> list:
 def status_text(state: dict) -> str:
     question = state["question"]
     if state["closed"]:
-        return "The class has ended. Thank you! The labs below stay open."
+        return views.status_html("The class has ended. Thank you! The labs below stay open.")
     if question is None:
-        return "✓ You are in. Waiting for the lecturer's question…"
+        return views.status_html("✓ You are in. Waiting for the lecturer's question…")
     if state["revealed"]:
-        return "The answers are revealed. Wait for the next question."
+        return views.status_html("The answers are revealed. Wait for the next question.")
     if state["your_answer"]:
-        return (f"✓ Received: “{ui.md(state['your_answer'])}”. You can change it until the lecturer reveals "
-                f"the answers ({state['answers']} so far).")
-    return f"Type your answer and press Send ({state['answers']} answered so far)."
+        return views.status_html(f"✓ Received: “{ui.esc(state['your_answer'])}”. You can change it until the "
+                                 f"lecturer reveals the answers ({state['answers']} so far).")
+    return views.status_html(f"Type your answer and press Send ({state['answers']} answered so far).")
 
 
 def view(state: dict, seen) -> dict:
@@ -93,7 +93,7 @@ def view(state: dict, seen) -> dict:
 def refused(message: str) -> dict:
     return {"column": gr.update(visible=True), "head": "**Ask the class**", "question": "",
             "word": gr.update(visible=False), "choice": gr.update(visible=False), "send": gr.update(visible=False),
-            "status": ui.notice(message), "results": "", "timer": gr.Timer(active=False)}
+            "status": views.status_html(f"⚠️ {ui.esc(message)}"), "results": "", "timer": gr.Timer(active=False)}
 
 
 def build_panel(demo: gr.Blocks) -> Panel:
@@ -106,7 +106,7 @@ def build_panel(demo: gr.Blocks) -> Panel:
                           elem_id="lab-class-answer", autofocus=False)
         choice = gr.Radio([], label="Your answer", visible=False, elem_id="lab-class-choice")
         send = gr.Button("Send", variant="primary", elem_id="lab-class-send")
-        status = gr.Markdown(elem_id="lab-class-status")
+        status = gr.HTML(elem_id="lab-class-status")
         results = gr.HTML(elem_id="lab-class-results")
         leave = gr.Button("Leave the class", size="sm", elem_classes=["lab-secondary"])
     panel = Panel(column, head, question, word, choice, send, status, results, gr.State(None), gr.State(None),
@@ -134,16 +134,16 @@ def build_panel(demo: gr.Blocks) -> Panel:
 
     def on_send(page, word, choice, request: gr.Request):
         if not page:
-            return ui.notice("Join a class first.")
+            return views.status_html("⚠️ Join a class first.")
         snapshot = sessions.snapshot(page["code"])
         kind = snapshot.question.kind if snapshot and snapshot.question else None
         try:
             sent = sessions.class_answer(page["code"], page["student"], choice if kind == "choice" else word, request)
         except LabError as exc:
-            return ui.notice(str(exc))
+            return views.status_html(f"⚠️ {ui.esc(str(exc))}")
         again = " It replaces your earlier answer." if sent["replaced"] else ""
-        return (f"✓ Received: “{ui.md(sent['answer'])}”.{again} You can change it until the lecturer reveals "
-                "the answers.")
+        return views.status_html(f"✓ Received: “{ui.esc(sent['answer'])}”.{again} You can change it until the "
+                                 "lecturer reveals the answers.")
 
     state_inputs = [hooks.membership]
     ui.wire(demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)

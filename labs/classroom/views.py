@@ -41,9 +41,11 @@ def question_html(question: dict | None, *, waiting: str = "Waiting for the lect
     if question["kind"] == "choice":
         items = "".join(f"<li>{esc(o)}</li>" for o in question["choices"])
         options = f'<ol class="lab-class-options" type="A">{items}</ol>'
+    continues = ' <span class="lab-class-continues" aria-label="what comes next?">…</span>' \
+        if question["kind"] == "next_token" else ""
     return (f'<div class="lab-class-question"><div class="lab-class-kind">Question {question["number"]} · '
-            f'{esc(KIND_WORDS[question["kind"]])}</div><div class="lab-class-text">{esc(question["text"])}</div>'
-            f'{options}</div>')
+            f'{esc(KIND_WORDS[question["kind"]])}</div><div class="lab-class-text">{esc(question["text"])}{continues}'
+            f'</div>{options}</div>')
 
 
 def count_html(answers: int, revealed: bool) -> str:
@@ -51,6 +53,11 @@ def count_html(answers: int, revealed: bool) -> str:
     state = "revealed" if revealed else "hidden until you reveal them"
     return (f'<div class="lab-class-count" role="status" aria-live="polite"><span class="lab-class-number">'
             f'{answers}</span> {what} <span class="lab-class-note">({state})</span></div>')
+
+
+def status_html(text: str) -> str:
+    """A line a screen reader reads out when it changes (the student's "Received", the class's state)."""
+    return f'<p class="lab-class-status-line" role="status" aria-live="polite">{text}</p>'
 
 
 def percent(share: float | None) -> str:

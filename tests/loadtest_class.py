@@ -1,0 +1,144 @@
+"""A class at once (`python -m tests.loadtest --class 100`): a lecturer starts a class and asks the lecture's
+fill-in-the-blank question on a bert-base-sized model; 100 students join, then all answer within three seconds
+(many the same word, some their own, some words of several pieces) while their pages look for the reveal every
+3 s and the projector counts every second; 50 other students press Fill in the blank during the same seconds.
+Then the lecturer reveals. Prints: answers stored / sent, each answer's time (p50, p95, max), how long until the
+projector's count was current after the last answer, the reveal's time, and /fill_mask's p95 with the class
+beside /fill_mask alone in the same run, with the server's CPU seconds.
+
+The students' pages are simulated through the API (`/class_state`, a queued event), which costs the server
+more than the page's own look (a timer event outside the queue): the figures are pessimistic."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tests import fullsize
+from tests.loadtest import ROOT, WORK, clients, run_load, start, stop
+
+QUESTION = "The cat sat on the [MASK]."
+# What a class types: the favourites, a long tail of its own words, a few words of several pieces.
+FAVOURITES = ["mat"] * 30 + ["floor"] * 15 + ["couch"] * 10 + ["sofa"] * 8 + ["bed"] * 7 + ["chair"] * 5
+PIECES = ["windowsill", "trampoline", "doormat", "embeddings", "skateboard"]
+
+
+def answers_for(n: int, rng: random.Random) -> list[str]:
+    given = [FAVOURITES[i % len(FAVOURITES)] for i in range(n)]
+    for i in rng.sample(range(n), k=min(n, n // 5)):  # a fifth answer in their own words
+        given[i] = f"{rng.choice(PIECES)}" if i % 2 else f"place{i}"
+    rng.shuffle(given)
+    return given
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def main_class(args) -> int:
+    import psutil
+    from gradio_client import Client
+
+    n = int(args.class_size)
+    bert, gpt2 = fullsize.build(WORK)
+    env = {"HF_HUB_OFFLINE": "1", "LAB_EXTRA_MODELS": f"{bert},{gpt2}", "LAB_DATA_DIR": str(WORK / "class-data")}
+    app, url = start([sys.executable, "app.py"], ROOT, env, "app")
+    server = psutil.Process(app.pid)
+    rng = random.Random(0)
+    try:
+        lecturer = Client(url, verbose=False, ssl_verify=False)
+        run_load(url, "fill_mask", lambda i: (f"The [MASK] sat on the mat in house {i}.", bert.name, 5), 1)  # loads
+        alone = run_load(url, "fill_mask", lambda i: (f"The [MASK] sat alone in room number {i}.", bert.name, 5), 50)
+        start_ = lecturer.predict("Load test", api_name="/class_start")
+        key, code = start_["lecturer_key"], start_["code"]
+        lecturer.predict(lecturer_key=key, kind="fill_mask", text=QUESTION, model=bert.name, top_k=10,
+                         api_name="/class_ask")
+        students = clients(url, n)
+        with ThreadPoolExecutor(16) as pool:
+            ids = list(pool.map(lambda c: c.predict(code, api_name="/class_join")["student_id"], students))
+        given = answers_for(n, rng)
+        acked: list = [None] * n
+        stop_polling = threading.Event()
+        counts: list[tuple[float, int]] = []
+
+        def projector() -> None:  # the projector's page: the count, every second
+            while not stop_polling.is_set():
+                try:
+                    counts.append((time.perf_counter(), lecturer.predict(key, api_name="/class_count")["answers"]))
+                except Exception as exc:  # noted, and the page goes on looking
+                    print(f"  projector: {str(exc)[:120]}", flush=True)
+                stop_polling.wait(1.0)
+
+        def page(i: int) -> None:  # a student's page looking for the reveal every 3 s
+            while not stop_polling.wait(3.0):
+                try:
+                    students[i].predict(code, ids[i], api_name="/class_state")
+                except Exception as exc:  # noted, and the page goes on looking
+                    print(f"  page {i}: {str(exc)[:120]}", flush=True)
+
+        def student(i: int, barrier: threading.Barrier) -> None:
+            barrier.wait()
+            time.sleep(3.0 * (i / n))  # everybody within three seconds
+            sent = time.perf_counter()
+            try:
+                students[i].predict(code, ids[i], given[i], api_name="/class_answer")
+                acked[i] = (sent, time.perf_counter(), None)
+            except Exception as exc:  # counted, not raised
+                acked[i] = (sent, time.perf_counter(), str(exc))
+
+        cpu_before = server.cpu_times()
+        barrier = threading.Barrier(n + 1)
+        threads = [threading.Thread(target=projector)] + [threading.Thread(target=page, args=(i,)) for i in range(n)]
+        threads += [threading.Thread(target=student, args=(i, barrier)) for i in range(n)]
+        for t in threads:
+            t.start()
+        barrier.wait()
+        time.sleep(1.0)  # a second into the answers, 50 others press Fill in the blank
+        beside = run_load(url, "fill_mask", lambda i: (f"The [MASK] sat beside the class in room {i}.", bert.name, 5),
+                          50)
+        for t in threads[1 + n:]:
+            t.join()
+        last_ack = max(a[1] for a in acked)
+        ok = [a for a in acked if a[2] is None]
+        deadline = time.time() + 30
+        while not any(c >= len(ok) for _, c in counts) and time.time() < deadline:
+            time.sleep(0.05)
+        current_at = next((t for t, c in counts if c >= len(ok)), float("nan"))
+        stop_polling.set()
+        for t in threads[:1 + n]:
+            t.join()
+        cpu_after = server.cpu_times()
+        revealed_at = time.perf_counter()
+        reveal = lecturer.predict(key, api_name="/class_reveal")
+        reveal_s = time.perf_counter() - revealed_at
+        stored = lecturer.predict(key, api_name="/class_overview")["current"]["answers"]
+        latencies = [a[1] - a[0] for a in ok]
+        errors = [a[2] for a in acked if a[2]]
+        cpu = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+        print(f"\nA class of {n}: one fill-in-the-blank question on {bert.name}, every answer within 3 s, pages "
+              "polling /class_state every 3 s, the projector /class_count every 1 s; 50 /fill_mask beside it.\n")
+        print("| what | figure |\n|---|---|")
+        print(f"| answers stored / sent | {stored} / {n} (acknowledged {len(ok)}, refused {len(errors)}) |")
+        print(f"| an answer: p50 / p95 / max | {statistics.median(latencies):.2f} / {percentile(latencies, .95):.2f} / "
+              f"{max(latencies):.2f} s |")
+        print(f"| the projector's count current after the last answer | {current_at - last_ack:.2f} s |")
+        print(f"| the reveal ({len(reveal['class'])} distinct answers scored) | {reveal_s:.2f} s |")
+        print(f"| /fill_mask x50 alone: p95 | {percentile(alone.latencies, .95):.2f} s |")
+        print(f"| /fill_mask x50 while the class answers: p95 | {percentile(beside.latencies, .95):.2f} s "
+              f"(rejected {beside.rejected}, failed {beside.failed}) |")
+        print(f"| the server's CPU over the answering window | {cpu:.1f} s |")
+        print(f"| the class's favourite, the model's rank of it | {reveal['agreement']['class_favourite']}, "
+              f"#{reveal['agreement']['class_favourite_model_rank']} |")
+        if errors:
+            print(f"\nrefused, e.g.: {errors[0][:200]}")
+        return 0 if stored == n and not errors else 1
+    except BaseException:
+        print((WORK / "app.log").read_text(errors="replace")[-4000:], flush=True)
+        raise
+    finally:
+        stop(app)

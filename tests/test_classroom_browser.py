@@ -1,0 +1,160 @@
+"""Ask the class in a real browser: the lecturer's page at 1280×720 in presenter view (the projector), a student's
+phone at 390×844, the lecturer link whose key never shows, a lab's "Ask the class" button, and the workbook
+shared with the class. Every wait is for a state on the page, never for time."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import SCREENSHOTS, open_tab
+from gradio_client import Client
+from playwright.sync_api import expect
+
+HOSTILE_TITLE = '<img src=x onerror="window.owned=1">Week 6'
+PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+SCREEN = 120_000  # ms: a busy CI machine may take this long to draw a page's first events
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+@pytest.fixture
+def lecturer(browser, app_server):
+    """The lecturer's laptop, projected: presenter view at 1280×720, clipboard allowed."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    context.set_default_timeout(SCREEN)
+    page = context.new_page()
+    page.goto(app_server["url"] + "?tab=classroom&present=1", wait_until="load")
+    page.get_by_role("button", name="Start a class").wait_for()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(**PHONE)
+    context.set_default_timeout(SCREEN)
+    yield context
+    context.close()
+
+
+def start(page) -> tuple[str, str]:
+    """Start a class on the lecturer's page: (its code, the lecturer link from the clipboard)."""
+    page.get_by_label("Title (shown to the class)").fill(HOSTILE_TITLE)
+    page.get_by_role("button", name="Start a class").click()
+    code = page.locator(".lab-class-code").inner_text().replace("-", "")
+    page.get_by_role("button", name="Copy my lecturer link").click()
+    page.wait_for_function("() => navigator.clipboard.readText().then(t => t.includes('lecturer='))")
+    link = page.evaluate("navigator.clipboard.readText()")
+    return code, link
+
+
+def no_horizontal_scroll(page) -> bool:
+    return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+@pytest.mark.timeout(1500)  # three pages, a reveal and a phone that follows it, on a busy machine
+def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_server, tiny_models):
+    code, link = start(lecturer)
+    key = re.search(r"lecturer=([^&]+)", link).group(1)
+    assert key not in lecturer.content() and key not in lecturer.url  # never on the projected screen
+    assert lecturer.locator("svg.lab-class-qr title").text_content() == "QR code of the class's join link"
+    lecturer.get_by_role("button", name="Ask the class", exact=True).click()
+    question = lecturer.locator("#lab-class-projector-question .lab-class-text")
+    expect(question).to_have_text("The cat sat on the ____", timeout=SCREEN)
+    shot(lecturer, "classroom-projector-asked")
+
+    student = phone.new_page()
+    student.goto(app_server["url"] + f"?class={code}", wait_until="load")
+    asked = student.locator("#lab-class-student .lab-class-text")
+    expect(asked).to_have_text("The cat sat on the ____", timeout=SCREEN)
+    box = asked.bounding_box()
+    assert box["y"] + box["height"] <= 844, "the question is on the phone's first screen"
+    send = student.get_by_role("button", name="Send")
+    assert send.bounding_box()["y"] + send.bounding_box()["height"] <= 844 * 1.2, "Send is on the first screen"
+    assert student.locator("#lab-class-student").get_by_text(HOSTILE_TITLE).count() == 1  # shown as text
+    assert student.evaluate("() => window.owned") is None and student.locator("img[src=x]").count() == 0
+    shot(student, "classroom-phone-question")
+    answer = student.locator("#lab-class-answer input, #lab-class-answer textarea").first
+    answer.fill("<b>Mat</b>")
+    send.click()
+    student.get_by_text("Received").wait_for()
+    expect(student.locator("#lab-class-status")).to_contain_text("<b>Mat</b>", timeout=SCREEN)
+    answer.fill("mat.")
+    send.click()
+    student.get_by_text("replaces your earlier answer").wait_for()
+    assert no_horizontal_scroll(student)
+
+    others = Client(app_server["url"], verbose=False)
+    for word in ("mat", "floor", "mat"):
+        sid = others.predict(code, api_name="/class_join")["student_id"]
+        others.predict(code, sid, word, api_name="/class_answer")
+    expect(lecturer.locator(".lab-class-number")).to_have_text("4", timeout=SCREEN)  # the count follows, live
+    assert "mat" not in lecturer.locator("#lab-class-lecturing").inner_text().replace("Mat", "")  # answers hidden
+    lecturer.get_by_role("button", name="Reveal the answers").click()
+    lecturer.locator(".lab-class-cards").wait_for()
+    expect(lecturer.locator(".lab-class-cards")).to_contain_text("the model's rank of the class's favourite, “mat”",
+                                                                 timeout=SCREEN)
+    plot = lecturer.locator("#lab-class-plot .js-plotly-plot")
+    plot.wait_for()
+    assert plot.bounding_box()["y"] < 720, "the class's chart starts on the projector's first screen"
+    shot(lecturer, "classroom-projector-revealed")
+
+    results = student.locator("#lab-class-results .lab-class-bars").first
+    results.wait_for()  # the phone saw the reveal by itself
+    expect(student.locator(".lab-class-yours")).to_contain_text("Your answer “mat”: 2 classmates gave it too",
+                                                                timeout=SCREEN)
+    expect(student.locator(".lab-class-mine th").first).to_contain_text("mat", timeout=SCREEN)
+    assert no_horizontal_scroll(student)
+    student.locator("#lab-class-results").scroll_into_view_if_needed()
+    shot(student, "classroom-phone-results")
+
+
+def test_the_lecturer_link_opens_the_class_without_showing_its_key(lecturer, browser, app_server, tiny_models):
+    code, link = start(lecturer)
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.set_default_timeout(SCREEN)
+    try:
+        page = context.new_page()
+        page.goto(link, wait_until="load")
+        expect(page.locator(".lab-class-code")).to_have_text(f"{code[:3]}-{code[3:]}", timeout=SCREEN)
+        key = re.search(r"lecturer=([^&]+)", link).group(1)
+        assert "lecturer" not in page.url and key not in page.content()
+        assert page.evaluate("() => sessionStorage.getItem('lm-lab-lecturer-link')") is None
+        # The browser keeps the class (its key, encrypted as Gradio's BrowserState does) once the event has ended.
+        page.wait_for_function("() => (localStorage.getItem('lm-lab-lecturer') || '').length > 200")
+        page.reload(wait_until="load")  # the key this browser kept opens the class again
+        expect(page.locator(".lab-class-code")).to_have_text(f"{code[:3]}-{code[3:]}", timeout=SCREEN)
+    finally:
+        context.close()
+
+
+@pytest.mark.timeout(1500)
+def test_a_lab_asks_the_class_and_the_workbook_shares_with_it(lecturer, phone, app_server, tiny_models):
+    code, link = start(lecturer)
+    open_tab(lecturer, "Fill in the blank")
+    field = lecturer.get_by_label("Your sentence (write [MASK] or ___ for a blank)")
+    field.fill("The [MASK] barked loudly at the mailman")
+    lecturer.get_by_role("button", name="🙋 Ask the class about this blank").click()
+    expect(lecturer.locator("#lab-class-projector-question .lab-class-text")).to_have_text(
+        "The [MASK] barked loudly at the mailman", timeout=SCREEN)  # and the page is on the Class tab
+
+    student = phone.new_page()
+    student.goto(app_server["url"] + f"?class={code}", wait_until="load")
+    expect(student.locator("#lab-class-student .lab-class-text")).to_have_text(
+        "The [MASK] barked loudly at the mailman", timeout=SCREEN)
+    open_tab(student, "Fill in the blank")
+    student.locator(".js-plotly-plot").first.wait_for()
+    assert not student.locator(".lab-ask-class").first.is_visible()  # a lecturer's button only
+    open_tab(student, "Part A & B workbook")
+    student.locator("#lab-part-b-card h3").wait_for()
+    student.get_by_role("button", name="Share my results with the class (anonymous)").click()
+    student.get_by_text("Shared with the class").wait_for()
+    open_tab(lecturer, "Ask the class")
+    overview = Client(app_server["url"], verbose=False)
+    key = re.search(r"lecturer=([^&]+)", link).group(1)
+    assert overview.predict(key, api_name="/class_overview")["workbook"]["students"] == 1
