@@ -16,10 +16,13 @@ from labs.finetune import (
     predict,
     shared_runs,
     strategies,
+    tab_adapters,
+    tab_data_efficiency,
     tab_run,
     tab_step,
     tab_strategies,
     tab_tasks,
+    tab_ulmfit,
 )
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
 from labs.finetune.strategies import (
@@ -203,12 +206,14 @@ def build(demo: gr.Blocks) -> None:
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
     tab_tasks.recipes_panel(task, s.model, s.values[8])  # the course's recipes beside this lab's defaults
+    panels = {**tab_data_efficiency.build(demo, s.model), **tab_adapters.build(demo, s.model),
+              **tab_ulmfit.build(demo)}  # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage
     extras = extras_section()
     step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
-            scratch=s.scratch, data=source, **step)
+            scratch=s.scratch, data=source, **step, **panels)
 
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)
