@@ -125,6 +125,7 @@ def test_bad_settings_are_refused(tiny_models):
             al.check_plan(*args)
 
 
+@pytest.mark.timeout(1800)  # real weights on a shared 2-core machine: minutes when it is busy
 def test_on_the_real_minilm_merged_lora_predicts_exactly_as_unmerged():
     plan = al.check_plan(models.MINILM_NAME, 64, 8, 1, 0)
     *_, result = list(al.run(plan))
@@ -134,6 +135,7 @@ def test_on_the_real_minilm_merged_lora_predicts_exactly_as_unmerged():
     assert lo["adapter_file_bytes"] < lo["full_model_bytes"] / 50
 
 
+@pytest.mark.timeout(1800)  # two page sizes, each a run on a tiny model
 def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
     from conftest import screenshot
 

@@ -108,6 +108,7 @@ def test_an_encoder_without_a_pre_training_head_is_refused(tiny_models):
             ulmfit.check_plan(tiny_models["causal"], **bad)
 
 
+@pytest.mark.timeout(1800)  # real weights on a shared 2-core machine: minutes when it is busy
 def test_on_the_real_smollm2_a_short_middle_stage_and_a_classifier():
     import copy
 
@@ -125,6 +126,7 @@ def test_on_the_real_smollm2_a_short_middle_stage_and_a_classifier():
     assert type(clf).__name__ == "LlamaForSequenceClassification"
 
 
+@pytest.mark.timeout(1800)  # two page sizes, each a run on a tiny model
 def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
     from conftest import screenshot
 

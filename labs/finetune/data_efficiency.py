@@ -57,7 +57,7 @@ def check(model, task="sentiment", sizes=None, seed=0) -> tuple[list[Settings], 
     """One run's settings per size (smallest first, at most the task's training set), and the task's data."""
     task = tasks.check_task(task)
     data = tasks.task_data(task)
-    wanted = list(SIZES) if sizes in (None, "", []) else sizes
+    wanted = list(SIZES) if sizes in (None, "", []) else parse_sizes(sizes) if isinstance(sizes, str) else sizes
     if not isinstance(wanted, (list, tuple)) or not 1 <= len(wanted) <= MAX_SIZES:
         raise BadInput(f"sizes is a list of 1 to {MAX_SIZES} numbers of labelled examples, e.g. {list(SIZES)}.")
     cap = len(data.train)

