@@ -44,9 +44,9 @@ def summary(r: dict) -> str:
             f"labels, learning rate {r['lm_learning_rate']:g}) moved the language model's loss on unseen reviews "
             f"{r['lm_loss_before']:.3f} → {r['lm_loss_after']:.3f}. Then each model got a new classification layer "
             f"(the same seed) and {r['epochs']} epochs on the same {r['labelled']} labelled reviews. One seed and "
-            "88 reviews: a few points either way are within the noise. ULMFiT adapted an LSTM on a whole corpus "
-            "(IMDb); a model already pre-trained on web text that contains reviews has less to gain from a few "
-            "hundred of them.")
+            f"{r['validation']} reviews: a few points either way are within the noise. ULMFiT adapted an LSTM on a "
+            f"whole in-domain corpus (IMDb); here the middle stage reads {r['unlabelled_texts']} short reviews, with a "
+            "model whose pre-training text already holds many: whether that helps is what the table measures.")
 
 
 async def on_stages(model, labelled, lm_epochs, epochs, seed, request: gr.Request = None):
