@@ -283,6 +283,61 @@ def bench_finetune_tasks(rows: list) -> None:
         rows.append((f"{task}, training steps per second", "plain PyTorch loop", ours, plain, "≥ 0.95×"))
 
 
+def bench_lora_merge(rows: list) -> None:
+    """One sentence's prediction at bert-base size (random weights, 2 classes): LoRA r8 (q, v) unmerged and merged
+    with peft's merge_and_unload, and bottleneck adapters (m = 64), each against the plain model, timed alternately."""
+    import torch
+
+    from labs.core.models import models
+    from labs.finetune import strategies
+
+    plain, tokenizer = models.load_for_classification(BERT.name, 2, seed=0)
+    plain.eval()
+    batch = tokenizer("An absolutely wonderful evening, the best film of the year.", return_tensors="pt")
+
+    def predict(model):
+        def once():
+            with torch.no_grad():
+                model(**batch)
+        return once
+
+    lora = strategies.apply_strategy(models.load_for_classification(BERT.name, 2, seed=0)[0], "lora_r8").eval()
+    for name, param in lora.named_parameters():  # as if trained: B no longer zero
+        if "lora_B" in name:
+            torch.nn.init.normal_(param, std=0.02)
+    ours, theirs = interleaved_medians(predict(lora), predict(plain), repeats=15)
+    rows.append(("LoRA r8 unmerged, one prediction (s)", "the plain model", ours, theirs, "≈ 1.0×"))
+    merged = lora.merge_and_unload().eval()
+    ours, theirs = interleaved_medians(predict(merged), predict(plain), repeats=15)
+    rows.append(("LoRA r8 merged (merge_and_unload), one prediction (s)", "the plain model", ours, theirs, "1.00×"))
+    adapters = strategies.apply_strategy(models.load_for_classification(BERT.name, 2, seed=0)[0], "adapter_64").eval()
+    ours, theirs = interleaved_medians(predict(adapters), predict(plain), repeats=15)
+    rows.append(("bottleneck adapters m=64, one prediction (s)", "the plain model", ours, theirs, "(extra layers)"))
+
+
+def bench_data_efficiency(rows: list) -> None:
+    """The default data-efficiency curve (real MiniLM, sentiment, 6 sizes × pre-trained and scratch) as the shared job
+    three students follow at once: its wall time and the number of curves trained (1)."""
+    import threading
+
+    from labs.core.models import models
+    from labs.core.work.jobs import JOBS
+    from labs.finetune import data_efficiency as de
+
+    plan, data = de.check(models.MINILM_NAME, "sentiment", None, 0)
+    runs, seen, started = JOBS.stats["runs"], [[], [], []], time.perf_counter()
+    threads = [threading.Thread(target=lambda s=s: s.extend(de.ticket(plan, data))) for s in seen]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - started
+    result = de.curve_json(plan, data, [e for e in seen[0] if isinstance(e, de.RunResult)])
+    points = ", ".join(f"{p['size']}: {p['pretrained']:.0%}/{p['scratch']:.0%}" for p in result["points"])
+    rows.append((f"data_efficiency curve, 3 students, {JOBS.stats['runs'] - runs} job (s); pre/scratch {points}", "",
+                 seconds, None, "one job; ≤ 3 min"))
+
+
 def main() -> int:
     import torch
 
@@ -291,7 +346,7 @@ def main() -> int:
     fullsize.build(WORK)
     rows: list = []
     for bench in (bench_fill_mask, bench_next_token, bench_inside, bench_attention, bench_embeddings, bench_finetune,
-                  bench_finetune_tasks):
+                  bench_finetune_tasks, bench_lora_merge, bench_data_efficiency):
         if not only or bench.__name__.removeprefix("bench_") in only:
             bench(rows)
     print(f"\n| {'what':52} | {'baseline':22} | {'LM Lab':>9} | {'baseline':>9} | {'ratio':>6} | target |")

@@ -42,6 +42,9 @@ def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
                  f"    target_modules={list(LORA_TARGETS[s.lora_targets])},\n"
                  f"    modules_to_save=[\"classifier\", \"pooler\"]))\n"
                  f"model.print_trainable_parameters()"),
+        "adapter": (f"# Bottleneck adapters (m = {n}): no library here offers them beside transformers 5 (see LM Lab's\n"
+                    f"# labs/finetune/bottleneck.py, which inserts them after each sub-layer's output projection)\n"
+                    f"from labs.finetune import bottleneck\nmodel = bottleneck.insert(model, {n})"),
         "prompt": (f"from peft import PromptTuningConfig, TaskType, get_peft_model\n"
                    f"model = get_peft_model(model, PromptTuningConfig(task_type=TaskType.SEQ_CLS, "
                    f"num_virtual_tokens={n}))\nmodel.print_trainable_parameters()  # the soft prompt and the classifier"),

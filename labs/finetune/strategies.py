@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from labs.core.errors import BadInput, check_int, check_number
 from labs.core.models import models
+from labs.finetune import bottleneck
 from labs.finetune.data import MAX_CSV_ROWS
 from labs.finetune.tasks import check_task
 
@@ -81,7 +82,8 @@ STRATEGY_KINDS = {"full": "Full fine-tuning", "freeze_embeddings": "Freeze the e
                   "freeze_bottom": "Partial: freeze the embeddings and the bottom N layers",
                   "features": "Feature extraction (frozen encoder, a linear head)",
                   "head_only": "Head only (pooler + classifier)", "llrd": f"Layer-wise lr decay (ξ = {LLRD_DECAY})",
-                  "lora": "LoRA (peft)", "prompt": "Prompt tuning (peft: N soft prompt tokens at the input)",
+                  "lora": "LoRA (peft)", "adapter": "Bottleneck adapters (Houlsby; N = bottleneck size)",
+                  "prompt": "Prompt tuning (peft: N soft prompt tokens at the input)",
                   "prefix": "Prefix tuning (peft: N key/value vectors at every layer)"}
 SIMPLE_KINDS = ("full", "freeze_embeddings", "features", "head_only")  # names without a number
 
@@ -89,6 +91,7 @@ SIMPLE_KINDS = ("full", "freeze_embeddings", "features", "head_only")  # names w
 def strategy_name(kind: str, n: int) -> str:
     """The strategy's name from its kind and number: ("freeze_bottom", 4) -> "freeze_bottom_4"."""
     return {"freeze_bottom": f"freeze_bottom_{int(n)}", "lora": f"lora_r{int(n)}", "prompt": f"prompt_{int(n)}",
+            "adapter": f"adapter_{int(n)}",
             "prefix": f"prefix_{int(n)}", "llrd": f"llrd_{LLRD_DECAY}"}.get(kind, kind)
 
 
@@ -97,7 +100,7 @@ def parse_strategy(strategy: str) -> tuple[str, float]:
     if strategy in SIMPLE_KINDS:
         return strategy, 0
     text = strategy if isinstance(strategy, str) else ""
-    match = re.fullmatch(r"(freeze_bottom_|lora_r|prompt_|prefix_)(\d{1,3})", text)
+    match = re.fullmatch(r"(freeze_bottom_|lora_r|prompt_|prefix_|adapter_)(\d{1,3})", text)
     if match and int(match.group(2)) >= 1:
         kind = {"freeze_bottom_": "freeze_bottom", "lora_r": "lora"}.get(match.group(1), match.group(1)[:-1])
         return kind, int(match.group(2))
@@ -105,8 +108,8 @@ def parse_strategy(strategy: str) -> tuple[str, float]:
     if match and float(match.group(1)) > 0:
         return "llrd", float(match.group(1))
     raise BadInput(f"Unknown strategy {str(strategy)[:40]!r}. Use full, freeze_embeddings, freeze_bottom_N "
-                   "(e.g. freeze_bottom_4), features, head_only, llrd_0.95, lora_rR (e.g. lora_r8), prompt_N or "
-                   "prefix_N (N virtual tokens, e.g. prompt_20).")
+                   "(e.g. freeze_bottom_4), features, head_only, llrd_0.95, lora_rR (e.g. lora_r8), adapter_M "
+                   "(bottleneck size M, e.g. adapter_64), prompt_N or prefix_N (N virtual tokens, e.g. prompt_20).")
 
 
 def is_head(name: str) -> bool:
@@ -131,6 +134,8 @@ def apply_strategy(model, strategy: str, lora_targets: str = "query, value"):
         return _with_lora(model, n, lora_targets)
     if kind in ("prompt", "prefix"):
         return _with_prompt(model, kind, n)
+    if kind == "adapter":
+        return bottleneck.insert(model, n)
     for name, param in model.named_parameters():
         frozen = {"full": False,
                   "freeze_embeddings": ".embeddings." in name,

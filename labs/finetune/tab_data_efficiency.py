@@ -1,0 +1,101 @@
+"""Fine-tune, panel "How little labelled data pre-training needs": one button draws accuracy against the number of
+labelled examples, pre-trained vs from scratch (a shared job: a class pressing it with the same settings trains
+once), beside the lecture's worked example of data efficiency, quoted."""
+
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+import pandas as pd
+
+from labs.core.ui import ui
+from labs.core.work.jobs import JOBS, JobGone, Queued
+from labs.finetune import data_efficiency as de
+from labs.finetune import tasks
+from labs.finetune.training import RunResult, Step
+
+TITLE = "How little labelled data pre-training needs"
+BUTTON = "Draw the data-efficiency curve"
+HEADERS = ["labelled examples", "pre-trained", "from scratch", "gap (points)"]
+SENTENCE_TASKS = [(tasks.TASKS[t].split(" (")[0], t) for t in tasks.TASKS]
+
+
+def course_markdown() -> str:
+    lines = "<br>".join(ui.md(line) for line in de.WORKED_EXAMPLE)
+    return (f"**The course ({de.LECTURE}, slide “{ui.md(de.SLIDE)}”):**<blockquote>{lines}</blockquote>"
+            f"And the ULMFiT paper's abstract ({de.ULMFIT_WHERE[0]}, slide “{de.ULMFIT_WHERE[1]}”): "
+            f"“{ui.md(de.ULMFIT_CLAIM)}”")
+
+
+def rows(result: dict) -> pd.DataFrame:
+    return pd.DataFrame([[p["size"], f"{p['pretrained']:.1%}", f"{p['scratch']:.1%}",
+                          f"{100 * (p['pretrained'] - p['scratch']):+.1f}"] for p in result["points"]], columns=HEADERS)
+
+
+def summary(result: dict) -> str:
+    first, last = result["points"][0], result["points"][-1]
+    s = result["settings"]
+    return (f"**{ui.md(result['model'])}, {ui.md(tasks.METRIC_WORDS[result['metric']])} on the {result['validation']} "
+            f"validation examples:** with {first['size']} labelled examples the pre-trained model reaches "
+            f"**{first['pretrained']:.1%}**, the same architecture from random weights **{first['scratch']:.1%}**; with "
+            f"{last['size']}, {last['pretrained']:.1%} vs {last['scratch']:.1%}. Every run: full fine-tuning, "
+            f"{s['epochs']} epochs, batch {s['batch_size']}, learning rate {s['learning_rate']:g}, seed {result['seed']} "
+            f"(the same examples for both). Here pre-training is a small encoder's; the lecture's example is GPT-2 "
+            "against an LSTM, not measured here.")
+
+
+async def on_curve(model, task, sizes, seed, request: gr.Request = None):
+    plan, data = de.check(model, task, de.parse_sizes(sizes), seed)
+    ticket, results = de.ticket(plan, data, owner=getattr(request, "session_hash", None), page=True), []
+    keep = (gr.update(),) * 4
+    try:
+        async for event in ticket:
+            if isinstance(event, Queued):
+                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), *keep)
+            elif isinstance(event, RunResult):
+                results.append(event)
+            elif isinstance(event, Step) and event.step % 5 == 1 and not ticket.behind:
+                size = plan[len(results) // 2].train_examples
+                yield (ui.progress_html(len(results) / (2 * len(plan)), html.escape(
+                    f"{size} examples, {event.phase}: step {event.step} of {event.total_steps}")), *keep)
+    except JobGone as gone:
+        yield (ui.progress_html(None, html.escape(str(gone))), *keep)
+        return
+    result = de.curve_json(plan, data, results)
+    yield ui.DONE, de.curve_figure(result), rows(result), summary(result), result
+
+
+def on_stop(request: gr.Request) -> str:
+    """Stop: a curve this student alone follows stops after its current step; a shared one goes on for others."""
+    return ui.progress_html(None, "Stopping after the current step…" if JOBS.stop_owner(request.session_hash)
+                            else "Nothing is running for you.")
+
+
+def build(demo: gr.Blocks, model) -> dict:
+    """The panel (the model is the lab's encoder dropdown); returns the inputs a link may set."""
+    with gr.Accordion(TITLE, open=False, elem_id="ft-data-efficiency"):
+        gr.Markdown("The same architecture learns the task from 8, 16, 32, … labelled examples, once from its "
+                    "**pre-trained** weights and once from **random** weights (everything else equal). "
+                    "The gap at the left of the chart is what pre-training is worth when labels are scarce.")
+        gr.Markdown(course_markdown(), elem_classes=["lab-secondary"])
+        with gr.Row():
+            task = gr.Dropdown(SENTENCE_TASKS, value="sentiment", label="Task (its built-in data)")
+            sizes = gr.Textbox(", ".join(map(str, de.SIZES)), label="Labelled examples (capped at the training set)",
+                               max_length=80)
+            seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+        with gr.Row():
+            button = gr.Button(BUTTON, variant="primary", scale=3)
+            stop = gr.Button("Stop", variant="stop", scale=1)
+        progress, chart = gr.HTML(), gr.Plot(label="Accuracy against labelled examples")
+        table, words, result = ui.table(HEADERS, "The curve's points"), gr.Markdown(), ui.result_json()
+    outputs = [progress, chart, table, words, result]
+    ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
+        ui.friendly(on_curve), [model, task, sizes, seed], outputs, api_visibility="private",
+        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
+    ui.wire(stop.click, on_stop, None, progress, queue=False)
+    ui.api(de.data_efficiency_stream, "data_efficiency",
+           "Accuracy against the number of labelled examples, pre-trained vs from scratch (one shared job; streams "
+           "the queue's place and the progress, then the curve).",
+           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
+    return {"de_task": task, "de_sizes": sizes, "de_seed": seed}

@@ -1,0 +1,105 @@
+"""Fine-tune, panel "ULMFiT's middle stage": a language model goes on with its own objective on the reviews' text
+(no labels), then learns the task from a few labelled reviews; the same fine-tune without the middle stage beside
+it. One shared job."""
+
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+import pandas as pd
+
+from labs.core.ui import ui
+from labs.core.work.jobs import JobGone, Queued
+from labs.finetune import tab_data_efficiency, ulmfit
+from labs.finetune.training import Step
+
+TITLE = "ULMFiT's middle stage: language modelling on in-domain text before fine-tuning"
+BUTTON = "Run the three stages"
+HEADERS = ["", "without the middle stage", "with the middle stage"]
+
+
+def stages_markdown() -> str:
+    items = "<br>".join(f"{i}. “{ui.md(quote)}”" for i, (_, quote) in enumerate(ulmfit.STAGES, start=1))
+    return f"**The three stages ({ulmfit.STRATEGIES}, slides “{ulmfit.SLIDE}”):**<br>{items}"
+
+
+def rows(r: dict) -> pd.DataFrame:
+    loss = f"{r['lm_loss_before']:.3f} (perplexity {r['perplexity_before']:.1f})"
+    after = f"{r['lm_loss_after']:.3f} (perplexity {r['perplexity_after']:.1f})"
+    return pd.DataFrame([
+        ["language-model loss on the validation reviews' text", loss, after],
+        [f"accuracy after fine-tuning on {r['labelled']} labelled reviews", f"{r['without']['accuracy']:.1%}",
+         f"{r['with']['accuracy']:.1%}"],
+        ["accuracy per epoch", " → ".join(f"{e['accuracy']:.0%}" for e in r["without"]["eval"]),
+         " → ".join(f"{e['accuracy']:.0%}" for e in r["with"]["eval"])]], columns=HEADERS)
+
+
+def summary(r: dict) -> str:
+    gain = 100 * r["gain"]
+    verdict = ("the middle stage helped here" if gain > 0 else "the middle stage did not help here" if gain < 0
+               else "no difference here")
+    return (f"**{ui.md(r['model'])}: {verdict} ({gain:+.1f} points on {r['validation']} validation reviews).** The "
+            f"middle stage ({r['objective']}, {r['lm_epochs']} epoch over {r['unlabelled_texts']} reviews without their "
+            f"labels, learning rate {r['lm_learning_rate']:g}) moved the language model's loss on unseen reviews "
+            f"{r['lm_loss_before']:.3f} → {r['lm_loss_after']:.3f}. Then each model got a new classification layer "
+            f"(the same seed) and {r['epochs']} epochs on the same {r['labelled']} labelled reviews. One seed and "
+            f"{r['validation']} reviews: a few points either way are within the noise. ULMFiT adapted an LSTM on a "
+            f"whole in-domain corpus (IMDb); here the middle stage reads {r['unlabelled_texts']} short reviews, with a "
+            "model whose pre-training text already holds many: whether that helps is what the table measures.")
+
+
+async def on_stages(model, labelled, lm_epochs, epochs, seed, request: gr.Request = None):
+    plan = ulmfit.check_plan(model, labelled, lm_epochs, epochs, seed)
+    ticket, keep = ulmfit.ticket(plan, owner=getattr(request, "session_hash", None), page=True), (gr.update(),) * 4
+    result = None
+    try:
+        async for event in ticket:
+            if isinstance(event, Queued):
+                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), *keep)
+            elif isinstance(event, ulmfit.Result):
+                result = event.to_json()
+            elif isinstance(event, Step) and event.step % 3 == 1 and not ticket.behind:
+                stage = ulmfit.PHASES.index(event.phase)
+                yield (ui.progress_html((stage + event.step / event.total_steps) / 3, html.escape(
+                    f"{event.phase}: step {event.step} of {event.total_steps}, loss {event.loss:.3f}")), *keep)
+    except JobGone as gone:
+        yield (ui.progress_html(None, html.escape(str(gone))), *keep)
+        return
+    if result is None:
+        yield (ui.progress_html(None, "Stopped."), *keep)
+        return
+    yield ui.DONE, ulmfit.loss_figure(result), rows(result), summary(result), result
+
+
+def build(demo: gr.Blocks) -> dict:
+    with gr.Accordion(TITLE, open=False, elem_id="ft-ulmfit"):
+        gr.Markdown("A pre-trained language model first keeps learning **its own objective on in-domain text without "
+                    "labels** (the built-in reviews' text), then learns positive vs negative from a few labelled "
+                    "reviews. The same fine-tune from the model without the middle stage is the control.")
+        gr.Markdown(stages_markdown(), elem_classes=["lab-secondary"])
+        with gr.Row():
+            model = ui.model_dropdown(*ulmfit.FAMILIES, label="Language model (causal, or masked with its MLM head)")
+            labelled = gr.Slider(*ulmfit.LIMITS["labelled"], value=ulmfit.DEFAULTS["labelled"], step=1,
+                                 label="Labelled reviews for the fine-tune")
+            lm_epochs = gr.Slider(*ulmfit.LIMITS["lm_epochs"], value=ulmfit.DEFAULTS["lm_epochs"], step=1,
+                                  label="Middle-stage epochs")
+            epochs = gr.Slider(*ulmfit.LIMITS["epochs"], value=ulmfit.DEFAULTS["epochs"], step=1,
+                               label="Fine-tune epochs")
+            seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+        with gr.Row():
+            button = gr.Button(BUTTON, variant="primary", scale=3)
+            stop = gr.Button("Stop", variant="stop", scale=1)
+        progress, chart = gr.HTML(), gr.Plot(label="The three stages' losses")
+        table, words, result = ui.table(HEADERS, "With and without the middle stage", wrap=True), gr.Markdown(), \
+            ui.result_json()
+    outputs = [progress, chart, table, words, result]
+    ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
+        ui.friendly(on_stages), [model, labelled, lm_epochs, epochs, seed], outputs, api_visibility="private",
+        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
+    ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
+    ui.api(ulmfit.ulmfit_stream, "ulmfit",
+           "ULMFiT's three stages: the language-modelling objective on the reviews' text, then fine-tuning on a few "
+           "labelled reviews, beside the same fine-tune without the middle stage (one shared job).",
+           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
+    return {"ulmfit_model": model, "labelled": labelled, "lm_epochs": lm_epochs, "ulmfit_epochs": epochs}
