@@ -82,7 +82,9 @@ def on_temperature(text, temperatures, teacher, student, alpha, beta, gamma):
 
 def build() -> SimpleNamespace:
     with gr.Accordion("Distillation with temperature: the teacher's soft targets and the loss", open=True):
-        gr.Markdown(COURSE)
+        # The textbook writes its symbols in LaTeX, inline ($…$) and displayed ($$…$$): both are rendered.
+        gr.Markdown(COURSE, latex_delimiters=[{"left": "$$", "right": "$$", "display": True},
+                                              {"left": "$", "right": "$", "display": False}])
         with gr.Row():
             text = gr.Textbox(dt.EXAMPLE, label="A sentence with one [MASK] | its true word", scale=3, max_length=400)
             temps = gr.Textbox("1, 2, 5", label="Temperatures T", scale=1, max_length=60)
@@ -95,7 +97,7 @@ def build() -> SimpleNamespace:
         button = gr.Button("Soften and compute the loss", variant="primary")
         found = gr.Markdown()
         plot = gr.Plot(label="The blank's distribution at each temperature")
-        frame = ui.table(HEADERS, "The loss's terms at each temperature")
+        frame = ui.table(HEADERS, "The loss's terms at each temperature (the teacher and student pair only)")
         box = ui.result_json()
     return SimpleNamespace(text=text, temps=temps, teacher=teacher, student=student, weights=weights, button=button,
                            outputs=[found, plot, frame, box])

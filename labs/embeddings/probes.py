@@ -51,15 +51,15 @@ class Probe:
 
 PROBES = {p.id: p for p in (
     Probe("position", "Token position", "Which position (1–8) is this token at?", "surface", "lower",
-          "a surface feature (the textbook's lower layers)"),
+          "A surface feature: the textbook's lower layers."),
     Probe("pos", "Part of speech", "Is this word a noun, a verb, an adjective or an adverb?", "surface", "lower",
-          "the textbook names part-of-speech tags in the lower layers"),
+          "The textbook names part-of-speech tags in the lower layers."),
     Probe("subject", "Grammatical subject", "Is this noun the sentence's grammatical subject?", "syntax", "middle",
-          "a dependency relation: the textbook's middle layers"),
+          "A dependency relation: the textbook's middle layers."),
     Probe("agent", "Agent or patient", "Does this noun do the action, or is it done to it?", "semantics", "upper",
-          "a semantic role: the textbook's upper layers"),
+          "A semantic role: the textbook's upper layers."),
     Probe("sense", "Word sense", "Is this bat / mouse / crane … a living thing or made by people?", "semantics",
-          "upper", "a semantic feature (the textbook's upper layers; it names entity types, not word senses)"),
+          "upper", "A semantic feature, so the upper layers (the textbook names entity types there, not word senses)."),
 )}
 ORDER = tuple(PROBES)
 

@@ -36,7 +36,7 @@ SENTENCE_ENDS = (".", "!", "?")
 EXAMPLE = ("The storm reached the coast at night. Fishermen pulled their boats onto the sand. "
            "By morning the harbour was calm again.")
 NOT_MEASURED = (f"BART's reconstruction: not measured here: needs {BART} from the Hugging Face Hub (while online, "
-                f"run `./lab download {BART}`). The corruptions above are exact: BART's tokenizer is GPT-2's "
+                f"run ./lab download {BART}). The corruptions above are exact: BART's tokenizer is GPT-2's "
                 "byte-level BPE, whose real merges ship offline.")
 IDS_NOTE = ("The pieces are BART's (GPT-2's byte-level BPE, read offline from openai-whisper's copy); BART numbers "
             "them in its own dictionary, so their ids are not shown without BART.")

@@ -10,12 +10,12 @@ from labs.core.ui import ui
 from labs.pretraining import bart_noise as bn
 from labs.pretraining.tab_examples import CHOSEN, PIECE, SENTINEL, WORD, chips
 
-COURSE = (f"**Textbook {bn.SECTION.split(' ', 1)[0]}:**\n\n> {bn.QUOTE}\n\n"
+COURSE = (f"**Textbook {bn.SECTION.split(' ', 1)[0]}:**\n\n> {bn.QUOTE}\n>\n"
           + "\n".join(f"> - {bn.QUOTE_ITEMS[t]}" for t in bn.TRANSFORMS)
           + "\n\nBelow, the five corruptions of BART's paper (Lewis et al. 2020, section 2.2) on your text, in BART's "
-            f"tokens (␣ = a space). Masking and deletion take {bn.MASK_RATE:.0%} of the tokens (BERT's rate), "
-            f"infilling {bn.INFILL_RATE:.0%} in spans whose lengths are drawn from Poisson(λ = 3); the seed fixes "
-            "every draw.")
+            f"tokens (␣ = a space). Masking and deletion take {bn.MASK_RATE * 100:.0f} % of the tokens (BERT's rate), "
+            f"infilling {bn.INFILL_RATE * 100:.0f} % in spans whose lengths are drawn from Poisson(λ = 3); the seed "
+            "fixes every draw.")
 FATE_COLOURS = {"kept": WORD, "masked": SENTINEL, "deleted": CHOSEN, "in a span": SENTINEL, "moved": PIECE}
 
 
