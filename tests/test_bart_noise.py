@@ -244,6 +244,7 @@ def test_the_panel_handler_draws_five_corruptions():
 
 
 def test_the_panel_in_the_browser(page):
+    page.set_default_timeout(120000)  # a busy machine: every step waits for its state, however long
     open_tab(page, "Pre-training")
     page.get_by_text("6. BART: corrupt a document five ways").first.scroll_into_view_if_needed()
     page.get_by_text("Document rotation").first.wait_for(timeout=60000)

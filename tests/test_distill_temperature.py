@@ -169,6 +169,7 @@ def test_the_panel_handler_offline_and_with_a_pair(tiny_models):
 
 
 def test_the_panel_in_the_browser(page):
+    page.set_default_timeout(120000)  # a busy machine: every step waits for its state, however long
     open_tab(page, "Choosing a model")
     heading = page.get_by_text("Distillation with temperature: the teacher's soft targets").first
     heading.scroll_into_view_if_needed()

@@ -192,6 +192,7 @@ def test_the_panel_handler(minilm_run):
 
 
 def test_the_panel_in_the_browser(page, minilm_run):
+    page.set_default_timeout(120000)  # a busy machine: every step waits for its state, however long
     open_tab(page, "Embeddings")
     page.get_by_text("What each layer knows: linear probes").first.scroll_into_view_if_needed()
     page.get_by_text("The picture").first.wait_for(timeout=120000)
