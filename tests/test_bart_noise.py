@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import open_tab, screenshot
+from conftest import linked_inputs, open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs.core.errors import BadInput
@@ -137,7 +137,8 @@ def test_offline_the_pieces_are_gpt2s_and_the_reconstruction_is_not_measured():
 def test_barts_ids_are_its_tokenizers_own(tiny_bart):
     r = bn.run(tiny_bart, TEXT, "mask", 2)
     tok = tiny_bart.tokenizer
-    assert r["original_ids"] == [tok.bos_token_id] + tok(TEXT, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    own = tok(TEXT, add_special_tokens=False)["input_ids"]
+    assert r["original_ids"] == [tok.bos_token_id] + own + [tok.eos_token_id]
     masks = [i for i, t in enumerate(r["noised_tokens"]) if t == bn.MASK]
     assert [r["noised_ids"][i + 1] for i in masks] == [tok.mask_token_id] * len(masks)
     assert r["tokenizer"] == "tiny-bart" and r["note"] == ""
@@ -157,7 +158,8 @@ def test_the_reconstruction_is_generates_and_the_loss_is_cross_entropy(tiny_bart
         decoder_in = shift_tokens_right(labels, model.config.pad_token_id, model.config.decoder_start_token_id)
         logits = model(input_ids=source, decoder_input_ids=decoder_in).logits[0]
     rebuilt = r["reconstruction"]
-    assert rebuilt["output_ids"] == expected and rebuilt["text"] == tok.decode(expected, skip_special_tokens=True).strip()
+    assert rebuilt["output_ids"] == expected
+    assert rebuilt["text"] == tok.decode(expected, skip_special_tokens=True).strip()
     assert rebuilt["loss"] == pytest.approx(float(torch.nn.functional.cross_entropy(logits, labels[0])), rel=1e-5)
     assert rebuilt["exact"] == (rebuilt["text"] == TEXT) and rebuilt["loss"] > 5  # random weights: far from it
 
@@ -241,6 +243,21 @@ def test_the_panel_handler_draws_five_corruptions():
     assert html.count("BART&#x27;s encoder reads") + html.count("BART's encoder reads") == 5
     assert all(bn.NAMES[t] in html for t in bn.TRANSFORMS) and "not measured here" in rebuilt
     assert out["transform"] == "rotate"
+
+
+def test_a_link_sets_the_panels_inputs_and_a_bad_value_falls_back():
+    from labs.core.ui import links
+
+    specs = linked_inputs("pretraining")
+    assert {"bart_text", "bart_transform", "bart_seed"} <= set(specs)
+    good = {"tab": "pretraining", "bart_text": TEXT, "bart_transform": "rotate", "bart_seed": "3"}
+    tab, values, notes = links.read(good, ["pretraining"], {"pretraining": specs})
+    assert tab == "pretraining" and notes == []
+    assert {name: v for (_, name), v in values.items()} == {"bart_text": TEXT, "bart_transform": "rotate",
+                                                            "bart_seed": 3}
+    bad = {"tab": "pretraining", "bart_transform": "<b>shuffle</b>"}
+    _, values, notes = links.read(bad, ["pretraining"], {"pretraining": specs})
+    assert values == {} and len(notes) == 1 and "default" in notes[0]
 
 
 def test_the_panel_in_the_browser(page):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import open_tab, screenshot
+from conftest import linked_inputs, open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs.choosing import tab_temperature
@@ -166,6 +166,19 @@ def test_the_panel_handler_offline_and_with_a_pair(tiny_models):
                                                            tiny_models["pretraining"], 2, 5, 1)
     assert "L\\_CE" in note or "L_CE" in note
     assert len(fig.data) == 4 and list(frame["T"]) == ["1", "5"] and np.isfinite(out["ce"])
+
+
+def test_a_link_sets_the_panels_inputs_and_a_bad_value_falls_back():
+    from labs.core.ui import links
+
+    specs = linked_inputs("choosing")
+    assert {"temp_text", "temperatures"} <= set(specs)
+    good = {"tab": "choosing", "temp_text": TEXT, "temperatures": "1, 4"}
+    tab, values, notes = links.read(good, ["choosing"], {"choosing": specs})
+    assert tab == "choosing" and notes == []
+    assert {name: v for (_, name), v in values.items()} == {"temp_text": TEXT, "temperatures": "1, 4"}
+    _, values, notes = links.read({"tab": "choosing", "temperatures": "1" * 61}, ["choosing"], {"choosing": specs})
+    assert values == {} and len(notes) == 1 and "default" in notes[0]
 
 
 def test_the_panel_in_the_browser(page):

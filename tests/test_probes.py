@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import open_tab, screenshot
+from conftest import linked_inputs, open_tab, screenshot
 from gradio_client.exceptions import AppError
 
 from labs.core.errors import BadInput
@@ -189,6 +189,19 @@ def test_the_panel_handler(minilm_run):
     note, fig, frame, out = tab_probes.on_probes("all", models.MINILM_NAME)
     assert out == minilm_run and len(frame) == 5 and "expected layer" in note
     assert len(fig.data) == 10  # a curve and a baseline per probe
+
+
+def test_a_link_sets_the_panels_inputs_and_a_bad_value_falls_back():
+    from labs.core.ui import links
+
+    specs = linked_inputs("embeddings")
+    assert {"probe", "probe_model"} <= set(specs)
+    good = {"tab": "embeddings", "probe": "sense", "probe_model": models.MINILM_NAME}
+    tab, values, notes = links.read(good, ["embeddings"], {"embeddings": specs})
+    assert tab == "embeddings" and notes == []
+    assert {name: v for (_, name), v in values.items()} == {"probe": "sense", "probe_model": models.MINILM_NAME}
+    _, values, notes = links.read({"tab": "embeddings", "probe": "syntax"}, ["embeddings"], {"embeddings": specs})
+    assert values == {} and len(notes) == 1 and "default" in notes[0]
 
 
 def test_the_panel_in_the_browser(page, minilm_run):

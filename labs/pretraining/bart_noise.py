@@ -46,7 +46,8 @@ QUOTE = ("BART (Lewis et al., 2020) generalizes BERT's denoising approach with a
          "The encoder processes a corrupted document, and the decoder reconstructs the original.")
 QUOTE_ITEMS = {"mask": "Token masking (like BERT)",
                "delete": "Token deletion (model must determine which positions are missing)",
-               "infill": "Text infilling (replacing spans with a single\n[MASK], requiring the model to predict span length)",
+               "infill": ("Text infilling (replacing spans with a single\n[MASK], requiring the model to predict span "
+                          "length)"),
                "permute": "Sentence permutation",
                "rotate": "Document rotation (model must find the true start)"}
 

@@ -35,7 +35,8 @@ def summary(r: dict) -> str:
             return "One sentence: there is nothing to shuffle. Type two or more sentences."
         return f"{len(d['sentences'])} sentences, now in the order {', '.join(str(k + 1) for k in d['order'])}."
     start = d["start"]
-    return f"The document now starts at token {start + 1} ({r['original_tokens'][start]}): BART must find the true start."
+    return (f"The document now starts at token {start + 1} ({r['original_tokens'][start]}): BART must find the true "
+            "start.")
 
 
 def card(r: dict, selected: bool) -> str:
