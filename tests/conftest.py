@@ -254,6 +254,24 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+def linked_inputs(lab: str) -> dict:
+    """What the lab's tab registers for its links (parameter -> what it accepts), built alone, the shared
+    registries left as they were."""
+    import importlib
+
+    import gradio as gr
+
+    from labs.core.ui import ui
+
+    before = list(ui.registered_links), list(ui.registered_loads)
+    try:
+        with gr.Blocks() as demo:
+            importlib.import_module(f"labs.{lab}.tab").build(demo)
+        return {name: ui.spec_of(c) for tab, name, c in ui.registered_links if tab == lab}
+    finally:
+        ui.registered_links[:], ui.registered_loads[:] = before
+
+
 # ---------------------------------------------------------------- batching tests: hold the first batch
 
 

@@ -157,13 +157,22 @@ def names_asked(names) -> list[str]:
     return [check_name(n) for n in names]
 
 
+def not_loaded(choice: models.ModelChoice) -> ModelCard:
+    return ModelCard(name=choice.name, source=choice.source, family=choice.family,
+                     note="offered here and loaded on demand: not loaded yet (pick it in a lab, or ask /model_card "
+                          "for it by name, to read its card)")
+
+
 def model_cards(loaded_models: list, hub_missing: list[tuple[str, str]] = (), measure: bool = True) -> dict:
-    """Cards for models already resolved (LoadedModel, or a message string for one that failed), the Hub's
-    missing ones named, latency measured when asked (once per process per model)."""
+    """Cards for models already resolved (LoadedModel, a ModelChoice offered on demand and not loaded yet, or
+    (name, message) for one that failed), the Hub's missing ones named, latency measured when asked (once per
+    process per model)."""
     rows = []
     for item in loaded_models:
         if isinstance(item, tuple):  # (name, message): could not be loaded here
             rows.append(ModelCard(name=item[0], source="not here", family="", note=item[1]).to_json())
+        elif isinstance(item, models.ModelChoice):
+            rows.append(not_loaded(item).to_json())
         else:
             rows.append(card(item, latency(item) if measure else _latency.get(item.name)).to_json())
     rows += [unreachable(name, family).to_json() for name, family in hub_missing]
@@ -179,9 +188,15 @@ def missing_hub_models() -> list[tuple[str, str]]:
 
 
 def resolve(names) -> list:
-    """Each name loaded once (its family's default head), or (name, message) where it cannot be."""
+    """Each name loaded once (its family's default head), or (name, message) where it cannot be. Asked for
+    every model (names empty), a model offered on demand that no lab has loaded yet stays unloaded."""
     out = []
+    asked_all = names is None or names == "" or names == []
     for name in names_asked(names):
+        choice = models.registry().get(name)
+        if asked_all and choice is not None and choice.on_demand and name not in models.loaded_names():
+            out.append(choice)
+            continue
         try:
             out.append(models.load(name))
         except models.ModelUnavailable as exc:

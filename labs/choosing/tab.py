@@ -17,6 +17,7 @@ from labs.choosing import (
     tab_few_shot,
     tab_t5,
     tab_tasks,
+    tab_temperature,
 )
 from labs.core.ui import ui
 
@@ -37,13 +38,16 @@ TRY_THIS = (
     "occupations survive the new wording? What can and can't this probe tell you about the model?",
     "Domain shift: paste a paragraph from your own field. Is its perplexity nearer news or legal text?",
     "Distillation: on which blanks does DistilBERT disagree with BERT, and is the KL large there? Is half the "
-    "layers worth the speed-up you measure here?")
+    "layers worth the speed-up you measure here?",
+    "Distillation with temperature: guess the teacher's second word's probability at T = 5 before you look. Why "
+    "does the loss multiply the KL by T², and what happens to L when you set β = 0?")
 
 
 def build(demo: gr.Blocks) -> None:
     ui.explainer(EXPLAINER)
     cards_panel = tab_cards.build()
     distill_panel = tab_distillation.build()
+    temperature_panel = tab_temperature.build()  # distillation with temperature, beside it
     shots_panel = tab_few_shot.build()
     bias_panel = tab_bias.build()
     tasks_panel = tab_tasks.build()
@@ -51,9 +55,11 @@ def build(demo: gr.Blocks) -> None:
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
             template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row,
-            t5_task=t5_panel.task, t5_prefix=t5_panel.prefix, t5_text=t5_panel.text)
+            t5_task=t5_panel.task, t5_prefix=t5_panel.prefix, t5_text=t5_panel.text, temp_text=temperature_panel.text,
+            temperatures=temperature_panel.temps)
     tab_cards.wire(demo, cards_panel)
     tab_distillation.wire(distill_panel)
+    tab_temperature.wire(demo, temperature_panel)
     tab_few_shot.wire(demo, shots_panel)
     tab_bias.wire(demo, bias_panel)
     tab_tasks.wire(demo, tasks_panel)

@@ -34,7 +34,7 @@ def card_row(c: dict) -> list:
 
 def card_table(result: dict) -> str:
     """The measured models as a Markdown table (it wraps and reads large on a projector)."""
-    rows = [card_row(c) for c in result["models"] if c["source"] != "not here"]
+    rows = [card_row(c) for c in result["models"] if c["params"] is not None]
     lines = ["| " + " | ".join(CARD_HEADERS) + " |", "|" + "---|" * len(CARD_HEADERS)]
     return "\n".join(lines + ["| " + " | ".join(str(x) for x in row) + " |" for row in rows])
 
@@ -47,6 +47,10 @@ def cards_note(result: dict) -> str:
         text += (f" **Not measured here** (the Hugging Face Hub is {'reachable' if result['online'] else 'not reachable'} "
                  f"and they are not in the local cache): {ui.md(', '.join(missing))}. While online, run "
                  "`./lab download` once to have them.")
+    waiting = [c["name"] for c in result["models"] if c["source"] != "not here" and c["params"] is None]
+    if waiting:
+        text += (f" **Offered, loaded on demand** (their card appears once a lab has loaded them): "
+                 f"{ui.md(', '.join(waiting))}.")
     return text
 
 

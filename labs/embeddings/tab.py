@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from labs.core.errors import check_int
 from labs.core.ui import plots, ui
-from labs.embeddings import compute, tab_pooling, tab_static
+from labs.embeddings import compute, tab_pooling, tab_probes, tab_static
 
 TITLE = "Embeddings"
 ID = "embeddings"  # the ?tab= link and the folder
@@ -19,7 +19,8 @@ EXPLAINER = """**A static embedding (word2vec) gives "bank" one vector; BERT giv
 Type sentences that share a word (one per line, optionally `| sense`) and see how similar the word's
 vectors are, layer by layer: identical in the embedding matrix, then pulled apart by the context. For an
 encoder-decoder such as T5, the vectors are its encoder's (the part that reads the whole input). Further
-down: word2vec's king − man + woman on the model's own embedding rows, and [CLS] vs mean vs max sentence vectors."""
+down: word2vec's king − man + woman on the model's own embedding rows, [CLS] vs mean vs max sentence vectors, and
+what each layer knows (a linear probe per layer)."""
 TRY_THIS = (
     "\"bat\": The bat flew out of the cave. | animal / He swung the bat. | cricket. Where do the senses separate?",
     "\"I record the record\": type the sentence twice with labels verb / noun and the word \"record\"; is the "
@@ -31,7 +32,9 @@ TRY_THIS = (
     "\"rome\"? Does the arithmetic help, or was the answer already among word A's own neighbours?",
     "[CLS], mean or max: which pooling finds the paraphrases best, and is it the one the model was trained with? "
     "Add a distractor that shares every word with a sentence but not its meaning (\"The dog bit the man.\" / "
-    "\"The man bit the dog.\"): which pooling is fooled?")
+    "\"The man bit the dog.\"): which pooling is fooled?",
+    "What each layer knows: before you look, guess which probe peaks highest up. Does word sense need the upper "
+    "layers, as the textbook's picture says? Why might position fade towards the top of a sentence encoder?")
 # What each family's vectors are and what they can depend on, for the notes under a result.
 READS = {
     "masked": "a masked LM, an encoder: it reads both sides of the word, so the words after it change its vector.",
@@ -214,6 +217,7 @@ def build(demo: gr.Blocks) -> None:
     ui.link(__name__, sentences=sentences, word=word, model=model, layer=layer)
     tab_static.build(demo)
     tab_pooling.build(demo)
+    tab_probes.build(demo)
     ui.try_this(*TRY_THIS)
 
     inputs = [sentences, word, model, layer]

@@ -7,6 +7,7 @@ import gradio as gr
 
 from labs.core.ui import ui
 from labs.pretraining import (
+    tab_bart,
     tab_examples,
     tab_mask_rate,
     tab_nsp,
@@ -20,7 +21,8 @@ EXPLAINER = """**How BERT, GPT and T5 learn from raw text, on your own paragraph
 token; BERT predicts 15 % of tokens it cannot see (masked LM) and whether sentence B follows sentence A
 (next-sentence prediction); T5 writes back whole spans that were cut out (span corruption); ELECTRA's
 discriminator says of every token whether a small generator replaced it. Below, the real pre-training heads
-answer: BERT's NSP head, T5 filling its own blanks, BERT at mask rates from 5 to 80 %, and why 80 / 10 / 10."""
+answer: BERT's NSP head, T5 filling its own blanks, BERT at mask rates from 5 to 80 %, why 80 / 10 / 10, and BART
+corrupting a document five ways before writing it back."""
 TRY_THIS = (
     ("B1: in section 1, change the seed a few times. How many BERT tokens give a loss each time, against GPT's "
      "100 %? Which of the chosen tokens became [MASK], a random token, or stayed (80 / 10 / 10), and why keep some?"),
@@ -35,7 +37,9 @@ TRY_THIS = (
      "real word at a predicted position do at fine-tuning, where there is no [MASK]? How often does BERT fall for the "
      "random token it sees?"),
     ("Section 1, ELECTRA: how many tokens give ELECTRA a training signal, against BERT's? Change the seed: when the "
-     "generator samples the original word, is the token labelled replaced?"))
+     "generator samples the original word, is the token labelled replaced?"),
+    ("Section 6, BART: which corruption hides the most from the encoder: deletion (where is the gap?), infilling "
+     "(how long is the gap?) or rotation (where does it start)? Change the seed and count the <mask>s infilling leaves."))
 
 
 def build(demo: gr.Blocks) -> None:
@@ -45,10 +49,11 @@ def build(demo: gr.Blocks) -> None:
     third = tab_spans.build(demo)
     tab_mask_rate.build(demo)
     fifth = tab_why_mask.build(demo)
+    sixth = tab_bart.build(demo)
     ui.course_links(("fifteen_percent", "“15 %: empirically optimal”"), ("mask_five", "15 % of a 5-token sentence"),
                     ("mask_reason", "why 80 / 10 / 10"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],
             sentence_b=second["sentence_b"], span_text=third["span_text"], noise_density=third["noise_density"],
-            mean_span_length=third["mean_span_length"], **fifth)
+            mean_span_length=third["mean_span_length"], **fifth, **sixth)

@@ -1,7 +1,8 @@
 """Fetch the Hub models into the Hugging Face cache, for a lecture without internet.
 
     ./lab download            # the defaults: bert-base-uncased, gpt2, t5-small, distil*, task models
-    ./lab download roberta-base ...   # or any Hub ids
+    ./lab download roberta-base ...   # or any Hub ids (the on-demand models: roberta-base, albert-base-v2,
+                                      # facebook/bart-base)
 
 Afterwards LM Lab offers them offline too (it checks the cache when the Hub is unreachable)."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from labs.core.models.registry import HUB_MODELS
+from labs.core.models.registry import PRELOADED
 
 # Only what from_pretrained reads: weights as safetensors, config and tokenizer files.
 WANTED_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt"]
@@ -32,7 +33,7 @@ def download(repo_ids: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    return download(argv or [c.location for c in HUB_MODELS])
+    return download(argv or [c.location for c in PRELOADED])
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ class ModelChoice:
     description: str
     gguf_file: str | None = None
     task: str | None = None  # a model fine-tuned for one task head (offered where that task is asked for)
+    # Offered when the Hub is reachable (or the model is cached) like the others, but never preloaded: not in
+    # the Space's preload list nor `./lab download`'s defaults, and loaded only when a lab or an API call asks
+    # for it by name (the full model-card table does not load it).
+    on_demand: bool = False
 
 
 HUB_MODELS = (
@@ -84,7 +88,15 @@ HUB_MODELS = (
                 "ELECTRA-small generator (13.5M): a small masked LM that proposes replacements"),
     ModelChoice("google/electra-small-discriminator", "encoder", "hub", "google/electra-small-discriminator",
                 "ELECTRA-small discriminator (13.5M): original or replaced, for every token"),
+    # The course's variants (Textbook 20.9) and BART (20.12.3), loaded on demand.
+    ModelChoice("roberta-base", "masked", "hub", "roberta-base",
+                "RoBERTa base (125M): BERT retrained longer on more data, no NSP, byte-level BPE", on_demand=True),
+    ModelChoice("albert-base-v2", "masked", "hub", "albert-base-v2",
+                "ALBERT base v2 (12M): factorised embeddings, one layer's weights shared by all 12", on_demand=True),
+    ModelChoice("facebook/bart-base", "seq2seq", "hub", "facebook/bart-base",
+                "BART base (140M): an encoder-decoder pre-trained to reconstruct corrupted text", on_demand=True),
 )
+PRELOADED = tuple(c for c in HUB_MODELS if not c.on_demand)  # the Space's preload list, `./lab download`'s defaults
 
 
 # ---------------------------------------------------------------- environment
