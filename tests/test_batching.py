@@ -122,7 +122,8 @@ def fussy_upper(items: list) -> list:
 def test_a_failing_item_fails_alone_with_its_friendly_message_and_the_others_succeed():
     outcomes = batching.run_alone_on_failure(fussy_upper, ["a", "bad", "c"])
     assert outcomes[0] == "A" and outcomes[2] == "C"
-    assert isinstance(outcomes[1], BadInput) and str(outcomes[1]) == "The word 'bad' cannot be read here; try another word."
+    assert isinstance(outcomes[1], BadInput)
+    assert str(outcomes[1]) == "The word 'bad' cannot be read here; try another word."
     alone = batching.run_alone_on_failure(fussy_upper, ["bad"])
     assert len(alone) == 1 and str(alone[0]) == str(outcomes[1])
 

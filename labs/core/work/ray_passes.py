@@ -4,14 +4,14 @@ One Serve application per (model, head), named by `app_name`: its replicas load 
 choice name, with labs.core.models (the loader the app uses), and run the registered runner of each pass
 (labs.core.work.lm.RUNNERS[kind]) on what `@serve.batch` gathers, so a result is the one the embedded batcher
 gives. Each kind of pass has its own batch queue in the replica, sized by the pass's registered limits
-(lm.LIMITS: at most max_batch requests, and the batch is cut where their cost passes max_cost, as the embedded
-batcher does); max_ongoing_requests is at least the largest batch, or batches would stay small. Replicas scale
-with the load (autoscaling_config) and ask for a share of a GPU where the cluster has one.
+(lm.LIMITS: at most max_batch requests, and the batch is cut where their cost passes max_cost, by the embedded
+batcher's own rule, batching.cut); max_ongoing_requests is at least the largest batch, or batches would stay
+small. Replicas scale with the load (autoscaling_config) and ask for a share of a GPU where the cluster has one.
 
 The front-end (this process) keeps what the embedded path does before a pass: the result cache (lm.cache) and
-the table of requests in flight, so identical requests still cost one pass. It calls the deployment's handle
-from the handler's thread; a replica that dies under a request (a killed actor, a lost node) is asked again
-once, and Serve has started its replacement by then.
+the claim of requests in flight (batching.InFlight, lm.ray_claims), so identical requests still cost one
+pass. It calls the deployment's handle from the handler's thread; a replica that dies under a request (a killed
+actor, a lost node) is asked again once, and Serve has started its replacement by then.
 
 Nothing here imports ray at module level: it is imported when the switch is on."""
 
