@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import cachetools
+
 from labs.core.errors import BadInput, check_bool, check_text
 from labs.core.models import models
 from labs.core.work import batching
@@ -288,7 +290,7 @@ def _prediction(probs: list[float], labels: list[str]) -> dict:
     return {"label": labels[best], "prob": probs[best]}
 
 
-_finished: collections.OrderedDict = collections.OrderedDict()
+_finished = cachetools.LRUCache(KEEP_FINISHED)  # run id -> (model, tokenizer, labels, task), across all users
 _finished_lock = threading.Lock()
 
 
@@ -297,9 +299,7 @@ def keep_model(model, tokenizer, labels: list[str], task: str = "sentiment") -> 
     run_id = uuid.uuid4().hex
     model.eval()
     with _finished_lock:
-        _finished[run_id] = (model, tokenizer, labels, task)
-        while len(_finished) > KEEP_FINISHED:
-            _finished.popitem(last=False)
+        _finished[run_id] = (model, tokenizer, labels, task)  # the least recently used run leaves
     return run_id
 
 
@@ -334,10 +334,7 @@ def is_kept(run_id: str | None) -> bool:
     """Whether the model of that run is still in memory (and, if so, it becomes the most recent: a run
     that students keep asking for stays)."""
     with _finished_lock:
-        if run_id in _finished:
-            _finished.move_to_end(run_id)
-            return True
-    return False
+        return _finished.get(run_id) is not None  # get() marks it used
 
 
 def take_kept(run_id: str):
@@ -352,8 +349,6 @@ def keep_as(run_id: str, kept: tuple) -> None:
     kept[0].eval()
     with _finished_lock:
         _finished[run_id] = kept
-        while len(_finished) > KEEP_FINISHED:
-            _finished.popitem(last=False)
 
 
 def kept_model(run_id: str | None):
