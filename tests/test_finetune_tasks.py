@@ -187,6 +187,7 @@ def test_finetune_api_with_a_task_and_predict_task(client, tiny_models):
 # ------------------------------------------------------------ real model (MiniLM), kept short
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["ner", "qa"])
 def test_minilm_task_run_beats_from_scratch(task):
     result = training.finetune(models.MINILM_NAME, "full", 3e-4, 2, 16, 96, 0, True, task)
