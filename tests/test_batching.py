@@ -89,25 +89,39 @@ def test_a_queue_is_cut_where_a_hand_count_cuts_it(costs, max_batch, max_cost, e
     assert batching.batch_size(iter(costs), max_batch, max_cost) == (len(expected[0]) if expected else 0)
 
 
-def test_the_batcher_cuts_its_queue_by_the_rule():
+def held(run):
+    """run(items), whose first batch waits for the gate: what is submitted meanwhile queues as the next batch."""
     gate, sizes = threading.Event(), []
 
-    def run(items):
+    def held_run(items):
         sizes.append(len(items))
         if len(sizes) == 1:
             gate.wait(10)
-        return items
+        return run(items)
 
+    return held_run, gate, sizes
+
+
+def second_batch(b: batching.Batcher, gate, sizes, first, calls, queued: int) -> list:
+    """Run `first` (its batch holds the worker), then `calls` in threads; once `queued` requests wait, open the
+    gate: they run as the next batches. The calls' results (or exceptions)."""
+    blocker, _ = in_threads([first])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads(calls)
+    wait_until(lambda: len(b._queue) == queued)
+    gate.set()
+    for t in blocker + threads:
+        t.join(10)
+    return results
+
+
+def test_the_batcher_cuts_its_queue_by_the_rule():
+    run, gate, sizes = held(lambda items: items)
     costs = [4000, 4000, 300, 8000, 1, 1, 9000]
     b = batching.Batcher("test", run, batching.ResultCache(10**6), max_batch=64, max_cost=8192)
-    first, _ = in_threads([lambda: b.submit("first", "first")])
-    wait_until(lambda: sizes == [1])
     # One student's rows, queued together in order (submit_many), then cut by the budget.
-    threads, results = in_threads([lambda: b.submit_many([(i, i, c) for i, c in enumerate(costs)])])
-    wait_until(lambda: len(b._queue) == len(costs))
-    gate.set()
-    for t in first + threads:
-        t.join(10)
+    results = second_batch(b, gate, sizes, lambda: b.submit("first", "first"),
+                           [lambda: b.submit_many([(i, i, c) for i, c in enumerate(costs)])], len(costs))
     assert results == [list(range(len(costs)))]
     assert sizes[1:] == [len(group) for group in batching.cut(costs, 64, 8192)] == [2, 1, 3, 1]
 
@@ -175,22 +189,10 @@ def test_the_result_cache_drops_the_least_recently_used_by_bytes():
 
 
 def test_batcher_takes_everything_queued_and_keeps_each_result_with_its_request():
-    gate, sizes = threading.Event(), []
-
-    def double(items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            gate.wait(10)
-        return [2 * x for x in items]
-
+    double, gate, sizes = held(lambda items: [2 * x for x in items])
     b = batching.Batcher("test", double, batching.ResultCache(10**6))
-    first, _ = in_threads([lambda: b.submit("k0", 0)])
-    wait_until(lambda: sizes == [1])
-    threads, results = in_threads([lambda i=i: b.submit(f"k{i}", i) for i in range(1, 10)])
-    wait_until(lambda: len(b._queue) == 9)
-    gate.set()
-    for t in first + threads:
-        t.join(10)
+    results = second_batch(b, gate, sizes, lambda: b.submit("k0", 0),
+                           [lambda i=i: b.submit(f"k{i}", i) for i in range(1, 10)], 9)
     assert results == [2 * i for i in range(1, 10)] and sizes == [1, 9]
     assert b.submit("k3", 3) == 6 and b.stats["batches"] == 2  # the third call is a cache hit
 
@@ -214,24 +216,15 @@ def test_identical_requests_in_flight_share_one_run():
 
 
 def test_the_batcher_runs_a_failing_batch_one_at_a_time():
-    gate, sizes = threading.Event(), []
-
-    def fussy(items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            gate.wait(10)
+    def double_but_bad(items):
         if "bad" in items:
             raise ValueError("bad item")
         return [x * 2 for x in items]
 
+    fussy, gate, sizes = held(double_but_bad)
     b = batching.Batcher("test", fussy, batching.ResultCache(10**6))
-    first, _ = in_threads([lambda: b.submit("first", "first")])
-    wait_until(lambda: sizes == [1])
-    threads, results = in_threads([lambda x=x: b.submit(x, x) for x in ("a", "bad", "c")])
-    wait_until(lambda: len(b._queue) == 3)
-    gate.set()
-    for t in first + threads:
-        t.join(10)
+    results = second_batch(b, gate, sizes, lambda: b.submit("first", "first"),
+                           [lambda x=x: b.submit(x, x) for x in ("a", "bad", "c")], 3)
     assert sizes[:2] == [1, 3]  # the batch of three failed, then each ran alone
     assert results[0] == "aa" and results[2] == "cc" and isinstance(results[1], ValueError)
 
