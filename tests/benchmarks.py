@@ -207,7 +207,7 @@ def plain_loop(s, data) -> tuple[float, int]:
     from labs.finetune import training
 
     model, tokenizer, task = training.load_and_encode(s, data, False)
-    train_set, _ = training.batchers(task, tokenizer, s, data, "cpu")
+    train_set, _ = training.encoded_sets(task, tokenizer, s, data, "cpu")
     total = math.ceil(len(train_set) / s.batch_size) * s.epochs
     optimizer, scheduler = training.make_optimizer(model, s, total)
     model.train()

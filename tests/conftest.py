@@ -1,5 +1,6 @@
 """Shared fixtures: tiny random models registered through LAB_EXTRA_MODELS, the app on a free
-127.0.0.1 port, and a headless Debian Chromium driven by Playwright.
+127.0.0.1 port, and a headless Debian Chromium driven by Playwright; and the test tiers, marked here from
+what each test uses (see `tier_markers`), so that a new test is put in its tier without a decorator.
 
 The environment is set at import time, before any lab module builds its model registry: the
 tests always run offline (the Hub is unreachable on the course machines anyway)."""
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -311,3 +313,51 @@ def run_async(coroutine, timeout: float = 30):
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+# ---------------------------------------------------------------- test tiers (CONTRIBUTING.md: "Tests in tiers")
+
+LABS = sorted(p.parent.name for p in (ROOT / "labs").glob("*/__init__.py") if p.parent.name != "core")
+
+
+def pytest_configure(config):
+    for lab in LABS:  # one marker per lab, so that `-m <lab>` (or `-k <lab>`) picks a lab's tests
+        config.addinivalue_line("markers", f"{lab}: a test of the {lab} lab (it imports labs.{lab}, or its file is "
+                                           f"named after the lab)")
+
+
+def labs_tested(module_name: str, module_vars: dict) -> set[str]:
+    """The labs a test module is about: the ones it imports from (a module, a class or a function of
+    labs.<lab>), and the one its file is named after (test_fill_mask.py, test_finetune_tasks.py)."""
+    found = set()
+    for value in module_vars.values():
+        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        parts = name.split(".") if isinstance(name, str) else []
+        if len(parts) > 1 and parts[0] == "labs" and parts[1] in LABS:
+            found.add(parts[1])
+    stem = module_name.removeprefix("test_")
+    return found | {lab for lab in LABS if stem == lab or stem.startswith(lab + "_")}
+
+
+def tier_markers(fixtures, module_name: str) -> set[str]:
+    """The tiers a test is in, from the fixtures it uses (directly or through other fixtures) and its file:
+    browser (Playwright and Debian's Chromium), app (the app started on a port), ray (tests/test_ray_*.py:
+    a local Ray), postgres (a throw-away PostgreSQL server, tests/postgres.py). `slow` is written on the test itself (@pytest.mark.slow)."""
+    marks = set()
+    if "browser" in fixtures:
+        marks.add("browser")
+    if "app_server" in fixtures:
+        marks.add("app")
+    if module_name.startswith("test_ray_"):
+        marks.add("ray")
+    if "postgres" in fixtures:
+        marks.add("postgres")
+    return marks
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = getattr(item, "module", None)
+        name = module.__name__.rpartition(".")[2] if module is not None else ""
+        for mark in sorted(tier_markers(item.fixturenames, name) | labs_tested(name, vars(module) if module else {})):
+            item.add_marker(mark)

@@ -19,7 +19,7 @@ def needs_ray():
 def forget() -> None:
     """LM Lab's handles on a Ray that is gone (the next test module starts another)."""
     ray_passes._handles.clear()
-    ray_passes._in_flight.clear()
+    lm.ray_claims.clear()
     ray_jobs._remote = ray_jobs._actor = None
     ray_backend._connected = None
 

@@ -1,6 +1,10 @@
 """Batching: requests that arrive together share one padded forward pass, and each gets exactly what
 it would have got alone. A gate holds the first batch so that the requests sent meanwhile queue up
-and run as the second batch: the batch composition is fixed, not left to timing."""
+and run as the second batch: the batch composition is fixed, not left to timing.
+
+The batching core's rules (where a queue is cut, the claim of identical requests, a failed batch run
+again one item at a time) are tested here once, on labs.core.work.batching itself: the embedded
+batcher, the Ray Serve replicas and streaming generation all call it."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from conftest import gate_first_batch, wait_until
 from gradio_client.exceptions import AppError
 
 from labs.attention import compute as attention
+from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.work import batching, lm
 from labs.fill_mask import compute as fill_mask
@@ -69,26 +74,125 @@ def batched(monkeypatch, kind: str, model: str, first, calls):
     return results
 
 
+# ------------------------------------------------------------ the core's rules, written once
+
+
+@pytest.mark.parametrize("costs, max_batch, max_cost, expected", [
+    ([10] * 70, 64, 8192, [list(range(64)), list(range(64, 70))]),  # max_batch cuts
+    ([4000, 4000, 300, 8000, 1, 1, 9000], 64, 8192, [[0, 1], [2], [3, 4, 5], [6]]),  # the budget cuts
+    ([9000], 64, 8192, [[0]]),  # a request over the budget runs alone, never refused
+    ([], 64, 8192, []),
+    ([1, 2, 3, 4, 5], 2, 100, [[0, 1], [2, 3], [4]]),
+])
+def test_a_queue_is_cut_where_a_hand_count_cuts_it(costs, max_batch, max_cost, expected):
+    assert batching.cut(costs, max_batch, max_cost) == expected
+    assert batching.batch_size(iter(costs), max_batch, max_cost) == (len(expected[0]) if expected else 0)
+
+
+def held(run):
+    """run(items), whose first batch waits for the gate: what is submitted meanwhile queues as the next batch."""
+    gate, sizes = threading.Event(), []
+
+    def held_run(items):
+        sizes.append(len(items))
+        if len(sizes) == 1:
+            gate.wait(10)
+        return run(items)
+
+    return held_run, gate, sizes
+
+
+def second_batch(b: batching.Batcher, gate, sizes, first, calls, queued: int) -> list:
+    """Run `first` (its batch holds the worker), then `calls` in threads; once `queued` requests wait, open the
+    gate: they run as the next batches. The calls' results (or exceptions)."""
+    blocker, _ = in_threads([first])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads(calls)
+    wait_until(lambda: len(b._queue) == queued)
+    gate.set()
+    for t in blocker + threads:
+        t.join(10)
+    return results
+
+
+def test_the_batcher_cuts_its_queue_by_the_rule():
+    run, gate, sizes = held(lambda items: items)
+    costs = [4000, 4000, 300, 8000, 1, 1, 9000]
+    b = batching.Batcher("test", run, batching.ResultCache(10**6), max_batch=64, max_cost=8192)
+    # One student's rows, queued together in order (submit_many), then cut by the budget.
+    results = second_batch(b, gate, sizes, lambda: b.submit("first", "first"),
+                           [lambda: b.submit_many([(i, i, c) for i, c in enumerate(costs)])], len(costs))
+    assert results == [list(range(len(costs)))]
+    assert sizes[1:] == [len(group) for group in batching.cut(costs, 64, 8192)] == [2, 1, 3, 1]
+
+
+def fussy_upper(items: list) -> list:
+    """A pass in which one bad item spoils its whole batch, with a message meant for the student."""
+    if "bad" in items:
+        raise BadInput("The word 'bad' cannot be read here; try another word.")
+    return [item.upper() for item in items]
+
+
+def test_a_failing_item_fails_alone_with_its_friendly_message_and_the_others_succeed():
+    outcomes = batching.run_alone_on_failure(fussy_upper, ["a", "bad", "c"])
+    assert outcomes[0] == "A" and outcomes[2] == "C"
+    assert isinstance(outcomes[1], BadInput)
+    assert str(outcomes[1]) == "The word 'bad' cannot be read here; try another word."
+    alone = batching.run_alone_on_failure(fussy_upper, ["bad"])
+    assert len(alone) == 1 and str(alone[0]) == str(outcomes[1])
+
+
+def test_batched_outcomes_equal_one_at_a_time():
+    items = ["x", "bad", "y", "z", "bad"]
+    batched = batching.run_alone_on_failure(fussy_upper, items)
+    alone = [batching.run_alone_on_failure(fussy_upper, [item])[0] for item in items]
+    assert [repr(o) for o in batched] == [repr(o) for o in alone]
+    assert batching.run_alone_on_failure(fussy_upper, ["x", "y"]) == ["X", "Y"]
+
+
+def test_a_batch_with_the_wrong_number_of_results_is_run_again_alone():
+    outcomes = batching.run_alone_on_failure(lambda items: items[:1], ["a", "b"])
+    assert outcomes == ["a", "b"]  # no request is left waiting for a result that never comes
+
+
+def test_the_claim_shares_one_computation_and_caches_it_before_letting_go():
+    cache = batching.ResultCache(10**6)
+    claims = batching.InFlight(cache)
+    value, mine = claims.claim("k")
+    assert value is None and mine is not None
+    shared, none = claims.claim("k")
+    assert shared is mine and none is None  # an identical request waits on the owner's future
+    claims.settle("k", mine, "result")
+    assert shared.result() == "result" and cache.get("k") == "result"
+    assert claims.claim("k") == ("result", None)  # later requests: the cached result
+    _, failing = claims.claim("f")
+    claims.settle("f", failing, BadInput("no"))
+    with pytest.raises(BadInput):
+        failing.result()
+    assert cache.get("f") is None and claims.claim("f")[1] is not None  # a failure is not kept: asked again
+
+
+def test_the_result_cache_drops_the_least_recently_used_by_bytes():
+    cache = batching.ResultCache(3000)
+    one, two = np.zeros(100, np.float64), np.zeros(150, np.float64)  # 800 and 1,200 bytes
+    cache.put("a", one)
+    cache.put("b", two)
+    assert cache.nbytes == 2000
+    assert cache.get("a") is one  # "a" is now the most recent
+    cache.put("c", np.zeros(150, np.float64))
+    assert cache.get("b") is None and cache.get("a") is one and cache.nbytes == 2000
+    cache.put("huge", np.zeros(1000, np.float64))  # larger than the whole cache: not kept, nothing lost
+    assert cache.get("huge") is None and cache.get("a") is one
+
+
 # ------------------------------------------------------------ the batcher itself
 
 
 def test_batcher_takes_everything_queued_and_keeps_each_result_with_its_request():
-    gate, sizes = threading.Event(), []
-
-    def double(items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            gate.wait(10)
-        return [2 * x for x in items]
-
+    double, gate, sizes = held(lambda items: [2 * x for x in items])
     b = batching.Batcher("test", double, batching.ResultCache(10**6))
-    first, _ = in_threads([lambda: b.submit("k0", 0)])
-    wait_until(lambda: sizes == [1])
-    threads, results = in_threads([lambda i=i: b.submit(f"k{i}", i) for i in range(1, 10)])
-    wait_until(lambda: len(b._queue) == 9)
-    gate.set()
-    for t in first + threads:
-        t.join(10)
+    results = second_batch(b, gate, sizes, lambda: b.submit("k0", 0),
+                           [lambda i=i: b.submit(f"k{i}", i) for i in range(1, 10)], 9)
     assert results == [2 * i for i in range(1, 10)] and sizes == [1, 9]
     assert b.submit("k3", 3) == 6 and b.stats["batches"] == 2  # the third call is a cache hit
 
@@ -111,25 +215,16 @@ def test_identical_requests_in_flight_share_one_run():
     assert results == ["A"] * 20 and calls == [["a"]]
 
 
-def test_a_failing_item_fails_alone():
-    gate, sizes = threading.Event(), []
-
-    def fussy(items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            gate.wait(10)
+def test_the_batcher_runs_a_failing_batch_one_at_a_time():
+    def double_but_bad(items):
         if "bad" in items:
             raise ValueError("bad item")
         return [x * 2 for x in items]
 
+    fussy, gate, sizes = held(double_but_bad)
     b = batching.Batcher("test", fussy, batching.ResultCache(10**6))
-    first, _ = in_threads([lambda: b.submit("first", "first")])
-    wait_until(lambda: sizes == [1])
-    threads, results = in_threads([lambda x=x: b.submit(x, x) for x in ("a", "bad", "c")])
-    wait_until(lambda: len(b._queue) == 3)
-    gate.set()
-    for t in first + threads:
-        t.join(10)
+    results = second_batch(b, gate, sizes, lambda: b.submit("first", "first"),
+                           [lambda x=x: b.submit(x, x) for x in ("a", "bad", "c")], 3)
     assert sizes[:2] == [1, 3]  # the batch of three failed, then each ran alone
     assert results[0] == "aa" and results[2] == "cc" and isinstance(results[1], ValueError)
 
@@ -232,6 +327,31 @@ def test_batched_greedy_generation_equals_generate_one_at_a_time(monkeypatch, fr
     assert sizes == [1, len(PROMPTS)]
     for prompt, n, result in zip(PROMPTS, lengths, results):
         assert result["completions"][0]["text"] == reference_greedy(loaded, prompt, n), prompt
+
+
+def test_a_failing_greedy_batch_is_run_again_row_by_row(monkeypatch, fresh, tiny_models):
+    loaded = models.load(tiny_models["causal"])
+    gate, sizes = gated_greedy(monkeypatch, loaded)
+    poisoned = loaded.tokenizer(PROMPTS[1])["input_ids"]
+    real = streaming.generate_rows
+
+    def generate_rows(loaded_, rows):
+        if any(list(ids) == poisoned for ids, _ in rows):
+            raise BadInput("This prompt cannot be continued; try another.")
+        return real(loaded_, rows)
+
+    monkeypatch.setattr(streaming, "generate_rows", generate_rows)
+    blocker, _ = in_threads([lambda: generation.generate(loaded, "Hold on", "greedy", 2)])
+    wait_until(lambda: sizes == [1])
+    threads, results = in_threads([lambda p=p: generation.generate(loaded, p, "greedy", 8) for p in PROMPTS])
+    wait_until(lambda: len(streaming._batchers[loaded.name]._queue) == len(PROMPTS))
+    gate.set()
+    for t in blocker + threads:
+        t.join(120)
+    assert sizes[:2] == [1, len(PROMPTS)] and sizes[2:] == [1] * len(PROMPTS)  # the batch, then each row alone
+    assert isinstance(results[1], BadInput) and str(results[1]) == "This prompt cannot be continued; try another."
+    for i in (0, 2, 3):
+        assert results[i]["completions"][0]["text"] == reference_greedy(loaded, PROMPTS[i], 8), PROMPTS[i]
 
 
 def test_a_generation_stopped_in_the_queue_leaves_its_batch(monkeypatch, fresh, tiny_models):

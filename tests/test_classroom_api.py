@@ -206,7 +206,7 @@ def test_the_database_url_is_what_a_user_writes(postgres, monkeypatch, tmp_path)
     assert store.database_url() == f"sqlite:///{Path(tmp_path) / 'classes.sqlite3'}"
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_an_answer_is_in_the_reveal_or_refused_never_lost(backend, request, monkeypatch, tmp_path, tiny_models):
     """Forty students answer while the lecturer reveals: every acknowledged answer is counted in the reveal, and
     every refused one is absent (the database decides, not a front-end's cached view)."""

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from gradio import blocks, state_holder
 
 from labs.core.serving import fast_sessions
@@ -38,6 +39,7 @@ def test_a_changed_function_installs_nothing():
     assert reason and "SessionState.__init__" in reason
 
 
+@pytest.mark.slow
 def test_the_app_starts_on_gradios_own_code_under_another_version():
     code = ("import logging, gradio; logging.basicConfig(level=logging.INFO); gradio.__version__ = '6.99.0'\n"
             "from gradio import state_holder; original = state_holder.SessionState.__init__\n"

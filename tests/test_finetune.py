@@ -212,6 +212,7 @@ def test_generated_code_is_valid_training_arguments(tiny_models):
 # ------------------------------------------------------------ real model
 
 
+@pytest.mark.slow
 def test_minilm_default_run_beats_from_scratch():
     result = training.finetune(models.MINILM_NAME, "full", 5e-5, 3, 16, 200, 0, True)
     assert result["accuracy_after"] >= 0.85

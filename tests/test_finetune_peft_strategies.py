@@ -186,6 +186,7 @@ def test_the_recipes_table_shows_each_tasks_default_and_its_steps():
         assert row[1].startswith("“") and recipes.RECIPES[task].quote in row[1]
 
 
+@pytest.mark.slow
 def test_run_both_measures_the_two_stated_settings(tiny_models):
     async def follow():
         return [out async for out in tab_tasks.on_recipes(tiny_models["masked"], "pair", 3)]

@@ -136,6 +136,7 @@ def test_retrieval_counts_a_sentence_right_when_its_paraphrase_is_nearest():
     assert forgetting.retrieval_accuracy(vectors) == 1.0
 
 
+@pytest.mark.slow
 def test_minilm_forgets_more_at_1e_3_than_at_2e_5():
     gentle = training.finetune(models.MINILM_NAME, "full", 2e-5, 2, 16, 96, 0)["forgetting"]
     harsh = training.finetune(models.MINILM_NAME, "full", 1e-3, 2, 16, 96, 0)["forgetting"]

@@ -11,6 +11,7 @@ from gradio_client.exceptions import AppError
 
 from labs.core.errors import BadInput
 from labs.core.models import models
+from labs.core.work.padding import pad_rows
 from labs.finetune import predict, strategies, tasks, training
 
 
@@ -38,9 +39,9 @@ def test_builtin_task_sets_have_fixed_splits():
 def test_alignment_puts_minus_100_on_continuations_and_specials(tiny_models):
     _, tokenizer = models.load_for_task(tiny_models["masked"], "token_classification", labels=tasks.NER_LABELS)
     row = {"tokens": ["Okonkwo", "flew", "to", "Ljubljana", "."], "tags": ["B-PER", "O", "O", "B-LOC", "O"]}
-    batcher = tasks.TaskBatcher("ner", tokenizer, [row], "cpu")
+    encoded = tasks.EncodedTaskRows("ner", tokenizer, [row], "cpu")
     enc = tokenizer(row["tokens"], is_split_into_words=True)
-    word_ids, labels = enc.word_ids(), batcher.labels[0]
+    word_ids, labels = enc.word_ids(), encoded.labels[0]
     assert any(word_ids[i] == word_ids[i - 1] is not None for i in range(1, len(word_ids)))  # a word splits
     for i, (w, y) in enumerate(zip(word_ids, labels)):
         first = w is not None and (i == 0 or word_ids[i - 1] != w)
@@ -61,6 +62,39 @@ def oracle_span(start_logits, end_logits, sequence_ids, max_len=tasks.MAX_ANSWER
     outer = np.tril(np.triu(np.outer(s, e)), max_len - 1)
     best = int(np.argmax(outer))
     return np.unravel_index(best, outer.shape)
+
+
+def padded_by_hand(task: str, encoded, index: list[int], pad: int) -> dict:
+    """The oracle: each batch padded as LM Lab padded it by hand before it used transformers' collators
+    (labs.core.work.padding on the right, segment ids for pairs, -100 after a NER row's labels)."""
+    rows = [encoded.ids[i] for i in index]
+    if task == "sentiment":
+        return {**pad_rows(rows, pad), "labels": torch.tensor([encoded.labels[i] for i in index])}
+    if task == "pair":
+        return {**pad_rows(rows, pad, segments=[encoded.segments[i] for i in index]),
+                "labels": torch.tensor([encoded.labels[i][0] for i in index])}
+    batch = pad_rows(rows, pad)
+    if task == "ner":
+        width = batch["input_ids"].shape[1]
+        return {**batch, "labels": torch.tensor([encoded.labels[i] + [tasks.IGNORE] * (width - len(encoded.labels[i]))
+                                                 for i in index])}
+    return {**batch, "start_positions": torch.tensor([encoded.labels[i][0] for i in index]),
+            "end_positions": torch.tensor([encoded.labels[i][1] for i in index])}
+
+
+@pytest.mark.parametrize("task", list(tasks.TASKS))
+def test_the_collators_pad_each_batch_as_the_hand_padding_did(tiny_models, task):
+    _, tokenizer = models.load_for_task(tiny_models["masked"], tasks.HEADS[task], num_labels=len(tasks.NER_LABELS))
+    if task == "sentiment":
+        encoded = training.EncodedSentences(tokenizer, training.builtin_data().validation, "cpu")
+    else:
+        encoded = tasks.EncodedTaskRows(task, tokenizer, tasks.task_data(task).validation, "cpu")
+    lengths = [len(ids) for ids in encoded.ids]
+    index = [lengths.index(min(lengths)), lengths.index(max(lengths)), 3, 7]  # the shortest row beside the longest
+    batch, oracle = encoded.batch(index), padded_by_hand(task, encoded, index, tokenizer.pad_token_id)
+    assert set(batch) == set(oracle)
+    for name in oracle:
+        assert batch[name].dtype == oracle[name].dtype and torch.equal(batch[name], oracle[name]), name
 
 
 def test_qa_span_equals_the_pipeline_decoding_on_random_and_trained_models(tiny_models):
@@ -153,6 +187,7 @@ def test_finetune_api_with_a_task_and_predict_task(client, tiny_models):
 # ------------------------------------------------------------ real model (MiniLM), kept short
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["ner", "qa"])
 def test_minilm_task_run_beats_from_scratch(task):
     result = training.finetune(models.MINILM_NAME, "full", 3e-4, 2, 16, 96, 0, True, task)

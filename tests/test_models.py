@@ -98,6 +98,7 @@ def test_minilm_loads_as_a_bert_encoder():
         loaded.tokenizer.tokenize("unbelievably tokenised"))
 
 
+@pytest.mark.slow
 def test_smollm2_is_converted_once_and_reloaded_from_safetensors():
     import torch
 
@@ -129,6 +130,7 @@ def load_smollm2_in_a_new_process(env: dict) -> subprocess.CompletedProcess:
                           cwd=os.path.dirname(os.path.dirname(__file__)), env=dict(os.environ, **env))
 
 
+@pytest.mark.slow
 def test_an_unwritable_cache_folder_is_replaced_once_and_the_status_line_says_so(tmp_path):
     not_a_folder = tmp_path / "a-file"
     not_a_folder.write_text("x")
@@ -142,6 +144,7 @@ def test_an_unwritable_cache_folder_is_replaced_once_and_the_status_line_says_so
     assert "LOADED" in second.stdout and "converting" not in second.stderr  # the copy is reused
 
 
+@pytest.mark.slow
 def test_a_damaged_converted_copy_is_converted_again_once(tmp_path):
     import shutil
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import open_tab, run_async, wait_until
+
 from labs.core.errors import BadInput
 from labs.core.work import services
 from labs.part_b import checks, evidence, facts, model_answers, questions, tab, workbook
@@ -213,6 +213,7 @@ async def collect(qid: str, given: dict) -> list[str]:
     return [text async for text in evidence.evidence(qid, given)]
 
 
+@pytest.mark.slow
 def test_b5_2_generations_equal_generate_with_the_same_parameters(lab_services):
     from labs.core.models import models
 
@@ -226,6 +227,7 @@ def test_b5_2_generations_equal_generate_with_the_same_parameters(lab_services):
     assert "A model answer" in shown
 
 
+@pytest.mark.slow
 def test_b5_1_run_is_the_fine_tune_labs_run_beside_1e_2(lab_services):
     from labs.finetune import training
 

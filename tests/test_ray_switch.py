@@ -1,5 +1,5 @@
-"""The switch: with LAB_RAY_ADDRESS unset nothing changes and ray is never imported; what the Serve side
-takes from the registered passes (batch limits, how a batch is cut) agrees with the embedded batcher."""
+"""The switch: with LAB_RAY_ADDRESS unset nothing changes and ray is never imported; a replica takes its batch
+limits from the registered passes and runs them by the batching core's rules (tests/test_batching.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import importlib
 import os
 import subprocess
 import sys
-from concurrent.futures import Future
 from pathlib import Path
 
-import pytest
-
-from labs.core.work import lm, ray_backend, ray_passes
-from labs.core.work.batching import Batcher, Request
+from labs.core.errors import BadInput
+from labs.core.work import batching, lm, ray_backend, ray_passes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,32 +38,20 @@ def test_a_replica_takes_at_least_the_largest_registered_batch():
     assert ray_passes.MAX_ONGOING >= max(limits["max_batch"] for limits in lm.LIMITS.values())
 
 
-def embedded_batches(costs: list[int], max_batch: int, max_cost: int) -> list[list[int]]:
-    """The oracle: how the embedded Batcher cuts the same queue (its own _next_batch)."""
-    batcher = Batcher("oracle", lambda items: items, max_batch=max_batch, max_cost=max_cost)
-    for i, c in enumerate(costs):
-        batcher._queue.append(Request(i, i, c, Future()))
-    batches = []
-    while batcher._queue:
-        batches.append([r.item for r in batcher._next_batch()])
-    return batches
+def test_a_replica_runs_each_batch_the_core_cuts_and_a_failing_item_fails_alone():
+    calls = []
 
-
-@pytest.mark.parametrize("costs", [[10] * 70, [4000, 4000, 300, 8000, 1, 1, 9000], [1], list(range(1, 200, 7))])
-def test_a_replica_cuts_batches_where_the_embedded_batcher_does(costs):
-    requests = [(i, c) for i, c in enumerate(costs)]
-    assert ray_passes._cut(requests, 64, 8192) == embedded_batches(costs, 64, 8192)
-
-
-def test_a_failing_item_fails_alone():
     def runner(loaded, items):
+        calls.append(list(items))
         if "bad" in items:
-            raise ValueError("bad item")
+            raise BadInput("bad item")
         return [item.upper() for item in items]
 
-    outcomes = ray_passes.run_batch(runner, None, [("a", 1), ("bad", 1), ("c", 1)], 8, 100)
-    assert [s for s, _ in outcomes] == ["ok", "error", "ok"]
-    assert outcomes[0][1] == "A" and str(outcomes[1][1]) == "bad item"
+    requests = [("a", 4000), ("b", 4000), ("bad", 300), ("c", 8000), ("d", 1)]
+    outcomes = ray_passes.run_batch(runner, None, requests, 64, 8192)
+    assert outcomes[:2] == ["A", "B"] and outcomes[3:] == ["C", "D"] and str(outcomes[2]) == "bad item"
+    batches = [[requests[i][0] for i in group] for group in batching.cut([c for _, c in requests], 64, 8192)]
+    assert calls == [["a", "b"], ["bad"], ["c", "d"]] == batches
 
 
 def test_app_names_are_valid_and_distinct():

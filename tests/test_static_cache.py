@@ -85,6 +85,7 @@ def test_installs_where_gradio_adds_its_middleware(clients):
     assert issubclass(static_cache.CachedCompression, BrotliMiddleware)
 
 
+@pytest.mark.slow
 def test_bytes_equal_gradios_own(clients, asset_paths):
     gradio_client, ours, _ = clients
     for path in asset_paths:

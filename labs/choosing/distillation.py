@@ -6,11 +6,12 @@ how much faster the student reads the same sentences on this server. Both models
 
 from __future__ import annotations
 
-import collections
 import statistics
+import threading
 import time
 from dataclasses import asdict, dataclass
 
+import cachetools
 import numpy as np
 
 from labs.core.errors import BadInput, check_text
@@ -120,19 +121,16 @@ def compare_blank(sentence: str, tokenizer, teacher_logp: np.ndarray, student_lo
                  tokenizer.convert_ids_to_tokens(s), float(np.exp(student_logp[s])), t == s, max(kl, 0.0))
 
 
-_timings: collections.OrderedDict = collections.OrderedDict()  # (model, sentences) -> ms, the latest 32
 MAX_TIMINGS = 32
 
 
+@cachetools.cached(cachetools.LRUCache(MAX_TIMINGS), key=lambda loaded, sentences: (loaded.name, sentences),
+                   lock=threading.Lock())
 def forward_ms(loaded: models.LoadedModel, sentences: tuple[str, ...]) -> float:
     """The median time of 3 forward passes over all the sentences at once, after a warm-up. Measured once
-    per model and sentences in a process: a class asking the same does not load the CPU with timings."""
-    key = (loaded.name, sentences)
-    if key not in _timings:
-        _timings[key] = _time_forward(loaded, sentences)
-        while len(_timings) > MAX_TIMINGS:
-            _timings.popitem(last=False)
-    return _timings[key]
+    per model and sentences in a process (the latest 32 kept): a class asking the same does not load the CPU
+    with timings."""
+    return _time_forward(loaded, sentences)
 
 
 def _time_forward(loaded: models.LoadedModel, sentences: tuple[str, ...]) -> float:

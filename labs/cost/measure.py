@@ -97,7 +97,7 @@ def _run_burst() -> Burst:
     seconds = (time.perf_counter() - started) / STEPS
     tokens_per_second = BATCH * LENGTH / seconds
     words = device_words(device)
-    del model, optimizer
+    model = optimizer = None  # freed now (step() holds them too), not when the caller lets go
     return Burst(models.MINILM_NAME, params, BATCH, LENGTH, STEPS, seconds, tokens_per_second,
                  6 * params * tokens_per_second, words,
                  datetime.now(timezone.utc).isoformat(timespec="seconds"))

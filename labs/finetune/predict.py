@@ -109,11 +109,11 @@ def _qa(net, tokenizer, question: str, context: str) -> dict:
 def training_view(task: str, tokenizer, row) -> dict:
     """A training example as the loss sees it: pieces with segment ids (pair), labels with -100 on
     continuation pieces and special tokens (NER), or the answer's start and end tokens (QA)."""
-    batcher = tasks.TaskBatcher(task, tokenizer, [row], "cpu")
-    tokens = models.readable_tokens(tokenizer, batcher.ids[0])
+    encoded = tasks.EncodedTaskRows(task, tokenizer, [row], "cpu")
+    tokens = models.readable_tokens(tokenizer, encoded.ids[0])
     if task == "pair":
-        return {"tokens": tokens, "segments": batcher.segments[0]}
+        return {"tokens": tokens, "segments": encoded.segments[0]}
     if task == "ner":
-        return {"tokens": tokens, "labels": [y if y == tasks.IGNORE else tasks.NER_LABELS[y] for y in batcher.labels[0]]}
-    return {"tokens": tokens, "start": batcher.labels[0][0], "end": batcher.labels[0][1],
-            "sequence_ids": batcher.sequence_ids[0]}
+        return {"tokens": tokens, "labels": [y if y == tasks.IGNORE else tasks.NER_LABELS[y] for y in encoded.labels[0]]}
+    return {"tokens": tokens, "start": encoded.labels[0][0], "end": encoded.labels[0][1],
+            "sequence_ids": encoded.sequence_ids[0]}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import html
 import threading
-from collections import OrderedDict
 
+import cachetools
 import gradio as gr
 import pandas as pd
 
@@ -80,7 +80,7 @@ async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, 
     yield (shown[0], shown[1], shown[2], shown[3], live.finished[0].run_id, runs, history, runs_table(runs), shown[4])
 
 
-_views: OrderedDict = OrderedDict()  # job -> its finished views (progress line, figure, summary, samples, JSON)
+_views = cachetools.LRUCache(16)  # job -> its finished views (progress line, figure, summary, samples, JSON)
 _views_lock = threading.Lock()
 
 
@@ -91,8 +91,6 @@ def run_views(ticket, live: report.LiveRun) -> tuple:
             main = live.finished[0]
             views = _views[ticket.job] = (stopped() if main.stopped else ui.DONE, live.final_figure(),
                                           live.summary(), sample_frame(main), training.experiment_json(live.finished))
-            while len(_views) > 16:
-                _views.popitem(last=False)
         return views
 
 
@@ -110,16 +108,18 @@ def shared_words(ticket) -> str:
     return f"shared with {others} other student{'s' if others != 1 else ''}" if others > 0 else ""
 
 
-_figures: OrderedDict = OrderedDict()  # (job, events seen) -> the live figure: followers at one point share it
+_figures = cachetools.LRUCache(16)  # (job, events seen) -> the live figure: followers at one point share it
+_figures_lock = threading.Lock()  # on_run runs on Gradio's event loop; the lock keeps it whole from any thread
 
 
 def live_figure(ticket, live: report.LiveRun):
     key = (ticket.job, ticket.cursor)
-    figure = _figures.get(key)
+    with _figures_lock:
+        figure = _figures.get(key)
     if figure is None:
-        figure = _figures[key] = live.live_figure()
-        while len(_figures) > 16:
-            _figures.popitem(last=False)
+        figure = live.live_figure()
+        with _figures_lock:
+            figure = _figures.setdefault(key, figure)  # a follower that drew it meanwhile: one figure for all
     return figure
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labs.core.errors import BadInput
-from labs.core.work.padding import pad_rows
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 TASKS = {"sentiment": "Sentiment (one sentence → positive / negative)",
@@ -122,12 +121,17 @@ def answer_tokens(offsets, sequence_ids, start_char: int, end_char: int) -> tupl
     return None if start is None or end is None or end < start else (start, end)
 
 
-class TaskBatcher:
-    """Tokenise a task's rows once; pad each batch to its own longest row; evaluate with the task's metric."""
+class EncodedTaskRows:
+    """A task's rows tokenised once, with their labels aligned to the word pieces; each batch padded to its
+    own longest row by transformers' collators (DataCollatorForTokenClassification pads NER's labels with
+    -100, DataCollatorWithPadding the rest); evaluated with the task's metric."""
 
     def __init__(self, task: str, tokenizer, rows: list, device: str):
+        from transformers import DataCollatorForTokenClassification, DataCollatorWithPadding
+
         self.task, self.tokenizer, self.rows, self.device = task, tokenizer, rows, device
-        self.pad = tokenizer.pad_token_id or 0
+        self.collate = (DataCollatorForTokenClassification(tokenizer, label_pad_token_id=IGNORE) if task == "ner"
+                        else DataCollatorWithPadding(tokenizer))
         self.segments = None
         if task == "pair":
             enc = tokenizer([a for (a, _), _ in rows], [b for (_, b), _ in rows], truncation=True,
@@ -154,22 +158,18 @@ class TaskBatcher:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def batch(self, index) -> dict:
-        import torch
-
-        index = list(index)
-        segments = [self.segments[i] for i in index] if self.segments is not None else None
-        batch = pad_rows([self.ids[i] for i in index], self.pad, segments=segments, device=self.device)
+    def features(self, i: int) -> dict:
+        """Row i as the model's inputs and the task's labels (segment ids for pairs only)."""
         if self.task == "pair":
-            batch["labels"] = torch.tensor([self.labels[i][0] for i in index], device=self.device)
-        elif self.task == "ner":
-            width = batch["input_ids"].shape[1]
-            batch["labels"] = torch.tensor([self.labels[i] + [IGNORE] * (width - len(self.labels[i])) for i in index],
-                                           device=self.device)
-        else:
-            batch["start_positions"] = torch.tensor([self.labels[i][0] for i in index], device=self.device)
-            batch["end_positions"] = torch.tensor([self.labels[i][1] for i in index], device=self.device)
-        return batch
+            return {"input_ids": self.ids[i], "token_type_ids": self.segments[i], "labels": self.labels[i][0]}
+        if self.task == "ner":
+            return {"input_ids": self.ids[i], "labels": self.labels[i]}
+        return {"input_ids": self.ids[i], "start_positions": self.labels[i][0], "end_positions": self.labels[i][1]}
+
+    def batch(self, index) -> dict:
+        """The rows at `index`, padded: tensors on the run's device."""
+        batch = self.collate([self.features(i) for i in index])
+        return {name: tensor.to(self.device) for name, tensor in batch.items()}
 
 
 # ------------------------------------------------------------------ decoding and metrics
@@ -227,7 +227,7 @@ def answer_scores(gold: str, predicted: str) -> tuple[float, float]:
     return float(g == p), f1
 
 
-def evaluate_task(model, data: TaskBatcher, batch_size: int = 64) -> tuple[float, dict, list]:
+def evaluate_task(model, data: EncodedTaskRows, batch_size: int = 64) -> tuple[float, dict, list]:
     """(mean loss, metrics, one prediction per row) on a task's data, without gradients. The metric
     the lab reads first is metrics[METRIC[task]]."""
     import torch
@@ -243,7 +243,7 @@ def evaluate_task(model, data: TaskBatcher, batch_size: int = 64) -> tuple[float
     return total_loss / len(data), _metrics(data, predictions), predictions
 
 
-def _decode(data: TaskBatcher, index, out) -> list:
+def _decode(data: EncodedTaskRows, index, out) -> list:
     import torch
 
     if data.task == "pair":
@@ -266,7 +266,7 @@ def _decode(data: TaskBatcher, index, out) -> list:
     return rows
 
 
-def _metrics(data: TaskBatcher, predictions: list) -> dict:
+def _metrics(data: EncodedTaskRows, predictions: list) -> dict:
     if data.task == "pair":
         return {"accuracy": sum(p["label"] == y for p, (_, y) in zip(predictions, data.rows)) / len(data.rows)}
     if data.task == "ner":

@@ -14,10 +14,11 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import cachetools
+
 from labs.core.errors import BadInput, check_bool, check_text
 from labs.core.models import models
 from labs.core.work import batching
-from labs.core.work.padding import pad_rows
 from labs.finetune import forgetting, tasks
 from labs.finetune.data import Dataset, accuracy_by_domain, builtin_data, take_train
 from labs.finetune.strategies import (
@@ -81,25 +82,25 @@ class RunResult:
     train_domain: str | None = None  # the one domain the training rows came from (None: all, or not known)
 
 
-class Batcher:
-    """Tokenise once; pad each batch only to its own longest sentence."""
+class EncodedSentences:
+    """Labelled sentences tokenised once; each batch padded only to its own longest sentence, by transformers'
+    DataCollatorWithPadding (what Trainer pads with)."""
 
     def __init__(self, tokenizer, rows: list[tuple[str, int]], device: str):
-        import torch
+        from transformers import DataCollatorWithPadding
 
         self.ids = tokenizer([t for t, _ in rows], truncation=True, max_length=MAX_LENGTH)["input_ids"]
-        self.labels = torch.tensor([y for _, y in rows])
-        self.pad = tokenizer.pad_token_id or 0
+        self.labels = [y for _, y in rows]
+        self.collate = DataCollatorWithPadding(tokenizer)
         self.device = device
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def batch(self, index) -> dict:
-        rows = [self.ids[i] for i in index]
-        batch = pad_rows(rows, self.pad, device=self.device)
-        batch["labels"] = self.labels[list(index)].to(self.device)
-        return batch
+        """{"input_ids", "attention_mask", "labels"}: tensors on the run's device."""
+        batch = self.collate([{"input_ids": self.ids[i], "label": self.labels[i]} for i in index])
+        return {name: tensor.to(self.device) for name, tensor in batch.items()}
 
 
 def make_optimizer(model, s: Settings, total_steps: int):
@@ -127,7 +128,7 @@ def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[i
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
-def evaluate(model, data: Batcher, batch_size: int = 64) -> tuple[float, float, list[list[float]]]:
+def evaluate(model, data: EncodedSentences, batch_size: int = 64) -> tuple[float, float, list[list[float]]]:
     """(mean loss, accuracy, probabilities per sentence) on a data set, without gradients."""
     import torch
 
@@ -145,7 +146,7 @@ def evaluate(model, data: Batcher, batch_size: int = 64) -> tuple[float, float, 
 
 def measure(model, data) -> tuple[float, float, dict, list]:
     """(loss, main metric, every metric, predictions) on validation data of any task."""
-    if isinstance(data, Batcher):
+    if isinstance(data, EncodedSentences):
         loss, accuracy, probs = evaluate(model, data)
         return loss, accuracy, {"accuracy": accuracy}, probs
     loss, metrics, predictions = tasks.evaluate_task(model, data)
@@ -153,7 +154,7 @@ def measure(model, data) -> tuple[float, float, dict, list]:
 
 
 def load_and_encode(s: Settings, data, scratch: bool):
-    """A fresh model with the task's head, and the training and validation batchers."""
+    """A fresh model with the task's head, its tokenizer and the task."""
     task = getattr(data, "task", "sentiment")
     if task == "sentiment":
         model, tokenizer = models.load_for_classification(s.model, len(data.labels), scratch=scratch, seed=s.seed)
@@ -163,13 +164,15 @@ def load_and_encode(s: Settings, data, scratch: bool):
     return model, tokenizer, task
 
 
-def batchers(task: str, tokenizer, s: Settings, data, device: str):
+def encoded_sets(task: str, tokenizer, s: Settings, data, device: str):
+    """The training rows the settings ask for and the validation rows, each tokenised once."""
     if task == "sentiment":
-        return (Batcher(tokenizer, take_train(data, s.train_examples, s.seed), device),
-                Batcher(tokenizer, data.validation, device))
+        return (EncodedSentences(tokenizer, take_train(data, s.train_examples, s.seed), device),
+                EncodedSentences(tokenizer, data.validation, device))
     rows = take_train(data, s.train_examples, s.seed) if task == "pair" else \
         tasks.take_rows(data.train, s.train_examples, s.seed)
-    return tasks.TaskBatcher(task, tokenizer, rows, device), tasks.TaskBatcher(task, tokenizer, data.validation, device)
+    return (tasks.EncodedTaskRows(task, tokenizer, rows, device),
+            tasks.EncodedTaskRows(task, tokenizer, data.validation, device))
 
 
 def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Event | None = None,
@@ -193,7 +196,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         model = apply_strategy(model, s.strategy, s.lora_targets)
         result = RunResult(phase, s, data.labels, *count_params(model), task=task)
         device = str(next(model.parameters()).device)
-        train_set, val_set = batchers(task, tokenizer, s, data, device)
+        train_set, val_set = encoded_sets(task, tokenizer, s, data, device)
         # What pre-training taught (prompt / prefix tuning: the frozen encoder, without the virtual tokens)
         known = None if scratch or not probe else forgetting.snapshot(encoder_of(model), tokenizer, s.model)
         loss, result.accuracy_before, result.metrics_before, probs_before = measure(model, val_set)
@@ -222,7 +225,7 @@ def train(s: Settings, data: Dataset, scratch: bool = False, stop: threading.Eve
         gc.collect()
 
 
-def train_epochs(model, optimizer_and_scheduler, train_set: Batcher, val_set: Batcher, result: RunResult,
+def train_epochs(model, optimizer_and_scheduler, train_set, val_set, result: RunResult,
            total_steps: int, started: float, stop: threading.Event | None):
     """The training epochs: a Step event per update, an Eval after each epoch. Returns the
     validation probabilities after training (measured where it got to, if stopped early)."""
@@ -291,7 +294,7 @@ def _prediction(probs: list[float], labels: list[str]) -> dict:
     return {"label": labels[best], "prob": probs[best]}
 
 
-_finished: collections.OrderedDict = collections.OrderedDict()
+_finished = cachetools.LRUCache(KEEP_FINISHED)  # run id -> (model, tokenizer, labels, task), across all users
 _finished_lock = threading.Lock()
 
 
@@ -300,9 +303,7 @@ def keep_model(model, tokenizer, labels: list[str], task: str = "sentiment") -> 
     run_id = uuid.uuid4().hex
     model.eval()
     with _finished_lock:
-        _finished[run_id] = (model, tokenizer, labels, task)
-        while len(_finished) > KEEP_FINISHED:
-            _finished.popitem(last=False)
+        _finished[run_id] = (model, tokenizer, labels, task)  # the least recently used run leaves
     return run_id
 
 
@@ -337,10 +338,7 @@ def is_kept(run_id: str | None) -> bool:
     """Whether the model of that run is still in memory (and, if so, it becomes the most recent: a run
     that students keep asking for stays)."""
     with _finished_lock:
-        if run_id in _finished:
-            _finished.move_to_end(run_id)
-            return True
-    return False
+        return _finished.get(run_id) is not None  # get() marks it used
 
 
 def take_kept(run_id: str):
@@ -355,8 +353,6 @@ def keep_as(run_id: str, kept: tuple) -> None:
     kept[0].eval()
     with _finished_lock:
         _finished[run_id] = kept
-        while len(_finished) > KEEP_FINISHED:
-            _finished.popitem(last=False)
 
 
 def kept_model(run_id: str | None):

@@ -135,35 +135,29 @@ _batchers_lock = threading.Lock()
 
 def start_greedy(loaded: models.LoadedModel, ids: list[int], collector: TokenCollector) -> None:
     """Queue a greedy generation; its tokens arrive in `collector` while its batch runs. Two
-    batches may run at once, so a long generation does not hold everybody else's."""
+    batches may run at once, so a long generation does not hold everybody else's. A failed batch is
+    retried row by row (the batcher's rule), so a failure reaches only its own student."""
     batcher = _batchers.get(loaded.name)
     if batcher is None:
         with _batchers_lock:
             batcher = _batchers.setdefault(loaded.name, Batcher(
                 f"{loaded.name}/greedy", partial(run_greedy, loaded), max_batch=32, max_cost=16384, workers=2))
-    batcher.start((ids, collector), cost=len(ids) + collector.max_new_tokens)
+    batcher.start((ids, collector), cost=len(ids) + collector.max_new_tokens).add_done_callback(
+        partial(_finished, collector))
+
+
+def _finished(collector: TokenCollector, future) -> None:
+    """Its batch is over (retries included): the reader learns the row's error, if any, and stops waiting."""
+    collector.error = future.exception()
+    collector.end()
 
 
 def run_greedy(loaded: models.LoadedModel, rows: list[tuple[list[int], TokenCollector]]) -> list[None]:
-    """One generate() for every queued greedy request; a failed batch is retried row by row, so a
-    failure reaches only its own student."""
+    """One generate() for every queued greedy request still wanted (a student who pressed Stop while it
+    waited has left); it raises if the batch fails."""
     live = [(ids, c) for ids, c in rows if not c.stop.is_set()]
-    try:
-        if live:
-            generate_rows(loaded, live)
-    except Exception as exc:
-        if len(live) == 1:
-            live[0][1].error = exc
-        else:
-            for ids, collector in live:
-                collector.ids.clear()
-                try:
-                    generate_rows(loaded, [(ids, collector)])
-                except Exception as row_exc:
-                    collector.error = row_exc
-    finally:
-        for _, collector in rows:
-            collector.end()
+    if live:
+        generate_rows(loaded, live)
     return [None] * len(rows)
 
 
@@ -174,6 +168,7 @@ def generate_rows(loaded: models.LoadedModel, rows: list[tuple[list[int], TokenC
     batch = pad_rows([ids for ids, _ in rows], pad, side="left", device=loaded.device)
     collectors = [c for _, c in rows]
     for collector in collectors:
+        collector.ids.clear()  # a row run again alone, after its batch failed, starts over
         collector.deadline = time.monotonic() + MAX_SECONDS
     with torch.no_grad():
         loaded.model.generate(**batch, do_sample=False, pad_token_id=pad,

@@ -28,11 +28,11 @@ import asyncio
 import gzip
 import hashlib
 import re
-from collections import OrderedDict
 from urllib.parse import parse_qsl
 
 import anyio
 import brotli
+import cachetools
 from gradio import routes
 from gradio.brotli_middleware import BrotliMiddleware
 from starlette.datastructures import Headers, MutableHeaders
@@ -59,7 +59,7 @@ class CachedCompression(BrotliMiddleware):
     def __init__(self, app, **kwargs) -> None:
         super().__init__(app, **kwargs)
         self.kept: dict[tuple[str, str], tuple[int, list, bytes]] = {}  # (path, encoding): status, headers, body
-        self.pages: OrderedDict[tuple, tuple[int, list, bytes]] = OrderedDict()  # (root, encoding): the page
+        self.pages = cachetools.LRUCache(PAGE_VARIANTS)  # (root, encoding): the page (one event loop: no lock)
         self._pending: dict[tuple, asyncio.Future] = {}
 
     def _encoding(self, scope: Scope) -> str | None:
@@ -120,9 +120,6 @@ class CachedCompression(BrotliMiddleware):
                                          lambda: self._compute(scope, receive, page_key[-1], page=True))
             if page is None:
                 return await super().__call__(scope, receive, send)
-            self.pages.move_to_end(page_key)
-            while len(self.pages) > PAGE_VARIANTS:
-                self.pages.popitem(last=False)
             status, headers, body = page
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})

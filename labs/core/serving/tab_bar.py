@@ -13,9 +13,9 @@ and a gr.State keeps the last writer's value, computed from what it held when th
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import cachetools
 import gradio as gr
 from gradio.context import LocalContext
 
@@ -45,24 +45,19 @@ class PageTabs:
     older than that (10,000 page opens later) computes a tab's first results again when it opens it."""
 
     def __init__(self, size: int = 10_000) -> None:
-        self._pages: OrderedDict[str, PageState] = OrderedDict()
+        self._pages = cachetools.LRUCache(size)  # session -> PageState
         self._lock = threading.Lock()
-        self.size = size
 
     def update(self, change):
         """change(the current page's PageState) under the lock; its result."""
         request = LocalContext.request.get(None)
         session = getattr(request, "session_hash", None)
         with self._lock:
-            page = self._pages.get(session) if session else None
+            page = self._pages.get(session) if session else None  # get() marks it used
             if page is None:
                 page = PageState()
                 if session:
                     self._pages[session] = page
-                    while len(self._pages) > self.size:
-                        self._pages.popitem(last=False)
-            else:
-                self._pages.move_to_end(session)
             return change(page)
 
 

@@ -6,24 +6,22 @@ the page unable to start the next one for a while (the restart is dropped)."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+
+import cachetools
 
 
 class StopSwitches:
     LIMIT = 1000  # sessions that asked for a run and never started one are forgotten, oldest first
 
     def __init__(self):
-        self._switches: OrderedDict[str, threading.Event] = OrderedDict()
+        self._switches = cachetools.LRUCache(self.LIMIT)  # session -> its switch
         self._lock = threading.Lock()
 
     def arm(self, key: str) -> threading.Event:
         """A fresh switch for the run this student just asked for (an older run keeps its own)."""
         with self._lock:
-            self._switches[key] = threading.Event()
-            self._switches.move_to_end(key)
-            while len(self._switches) > self.LIMIT:
-                self._switches.popitem(last=False)
-            return self._switches[key]
+            switch = self._switches[key] = threading.Event()
+            return switch
 
     def current(self, key: str) -> threading.Event:
         """The switch armed for this student's next run (a new one if none was armed)."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections import OrderedDict
 from pathlib import Path
 
+import cachetools
 import gradio as gr
 from gradio.context import Context
 
@@ -84,20 +84,11 @@ def first_page(fn, size: int = 16):
     """fn with its result kept per input values. Every student's first page shows the same example, so
     its figures and tables are built once, not once per student (measured: about 0.3 s of CPU per page).
     Gradio pops keys from update dicts, so those are handed out as fresh copies; the rest is read only."""
-    kept: OrderedDict = OrderedDict()
-    lock = threading.Lock()
+    kept = cachetools.cached(cachetools.LRUCache(size), key=lambda *args: repr(args), lock=threading.Lock())(fn)
 
     @functools.wraps(fn)
     def wrapper(*args):
-        key = repr(args)
-        with lock:
-            out = kept.get(key)
-        if out is None:
-            out = fn(*args)
-            with lock:
-                kept[key] = out
-                while len(kept) > size:
-                    kept.popitem(last=False)
+        out = kept(*args)  # a failure is not kept
         fresh = [dict(o) if isinstance(o, dict) else o for o in (out if isinstance(out, tuple) else (out,))]
         return tuple(fresh) if isinstance(out, tuple) else fresh[0]
 

@@ -7,31 +7,147 @@ a batch, new requests queue; when it finishes, it takes everything that has queu
 and token budget) as the next batch. A request alone never waits for company.
 
 Identical requests in flight share one result, and every result goes into a size-bounded cache,
-so the example on every student's screen costs one forward pass."""
+so the example on every student's screen costs one forward pass.
+
+The three rules every batched path follows are written once, here, and used by the embedded Batcher,
+the Ray Serve replicas (labs.core.work.ray_passes) and streaming generation (labs.next_token.streaming):
+- where a queue is cut into batches: `batch_size` / `cut`;
+- identical requests in flight share one computation: `InFlight` (the claim);
+- a batch that fails runs again one item at a time, so a failure belongs to its own request:
+  `run_alone_on_failure`."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import cachetools
 import numpy as np
 
 log = logging.getLogger(__name__)
 
 
+# ---------------------------------------------------------------- the rules, written once
+
+
+def batch_size(costs: Iterable[int], max_batch: int, max_cost: int) -> int:
+    """How many requests from the front of a queue (their costs, in order) form the next batch: the first
+    always (a request over the budget runs alone), then each next one while the batch has fewer than
+    max_batch requests and their total cost stays within max_cost."""
+    n = total = 0
+    for cost in costs:
+        if n and (n >= max_batch or total + cost > max_cost):
+            break
+        n += 1
+        total += cost
+    return n
+
+
+def cut(costs: list[int], max_batch: int, max_cost: int) -> list[list[int]]:
+    """The indices of a whole queue in consecutive batches, each cut by `batch_size`."""
+    batches, start = [], 0
+    while start < len(costs):
+        n = batch_size(costs[start:], max_batch, max_cost)
+        batches.append(list(range(start, start + n)))
+        start += n
+    return batches
+
+
+def run_alone_on_failure(run_batch: Callable[[list], list], items: list, name: str = "batch") -> list:
+    """run_batch(items) -> results in the same order; if it raises, every item runs again alone, so a
+    failure belongs to its own item. Returns one outcome per item: its result, or the exception it raised."""
+    try:
+        results = run_batch(items)
+        if len(results) != len(items):
+            raise RuntimeError(f"{name}: {len(results)} results for {len(items)} items")
+        return list(results)
+    except Exception as exc:
+        if len(items) == 1:
+            return [exc]
+        log.warning("%s: a batch of %d failed (%s); running its items one at a time", name, len(items),
+                    type(exc).__name__)
+    outcomes = []
+    for item in items:
+        try:
+            outcomes.append(run_batch([item])[0])
+        except Exception as exc:
+            outcomes.append(exc)
+    return outcomes
+
+
+def deliver(future: Future, outcome) -> None:
+    """An outcome (a result, or the exception it raised) into its future."""
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+def resolve(found):
+    """A claimed value: a result as it is, a future's result (or its exception raised)."""
+    return found.result() if isinstance(found, Future) else found
+
+
+class InFlight:
+    """The claim: identical requests (the same key) share one computation. The first to ask for a key owns
+    it and computes it; the others wait on its future. A result is cached before its key leaves the table,
+    so a request arriving later never computes it again; a failure is not cached (the next request tries
+    again). `cache` has get(key) (None when absent) and put(key, value); None: results are not kept."""
+
+    def __init__(self, cache=None):
+        self.cache = cache
+        self._futures: dict[Any, Future] = {}
+        self._lock = threading.Lock()
+
+    def _cached(self, key):
+        return self.cache.get(key) if self.cache is not None else None
+
+    def claim(self, key) -> tuple[Any, Future | None]:
+        """(the cached result or an identical request's future, None), or (None, a new future) when the
+        caller owns the key: it computes the result and passes it to settle()."""
+        hit = self._cached(key)
+        if hit is not None:
+            return hit, None
+        with self._lock:
+            future = self._futures.get(key)
+            if future is not None:
+                return future, None
+            hit = self._cached(key)  # it may have been settled while we waited for the lock
+            if hit is not None:
+                return hit, None
+            future = self._futures[key] = Future()
+            return None, future
+
+    def settle(self, key, future: Future, outcome) -> None:
+        """The owner's outcome (a result or an exception) to everyone waiting on the key: cached first."""
+        if self.cache is not None and not isinstance(outcome, BaseException):
+            self.cache.put(key, outcome)
+        with self._lock:
+            self._futures.pop(key, None)
+        deliver(future, outcome)
+
+    def clear(self) -> None:
+        """Forget every claim (tests: the computations behind them are gone)."""
+        with self._lock:
+            self._futures.clear()
+
+
+# ---------------------------------------------------------------- the result cache
+
+
 class ResultCache:
     """A thread-safe LRU of results bounded by their total size in bytes (numpy arrays count their
-    nbytes; anything else counts as 1 KB)."""
+    nbytes; anything else counts as 1 KB): cachetools' LRUCache, sized by `size`, behind a lock."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self._items: OrderedDict = OrderedDict()
-        self._bytes = 0
+        self._items = cachetools.LRUCache(max_bytes, getsizeof=self.size)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -44,29 +160,23 @@ class ResultCache:
 
     def get(self, key):
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
+            return self._items.get(key)
 
     def put(self, key, value) -> None:
         with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = value
-            self._bytes += self.size(value)
-            while self._bytes > self.max_bytes and len(self._items) > 1:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= self.size(old)
+            if key not in self._items:
+                try:
+                    self._items[key] = value
+                except ValueError:  # larger than the whole cache: not kept
+                    pass
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self._bytes = 0
 
     @property
     def nbytes(self) -> int:
-        return self._bytes
+        return self._items.currsize
 
 
 class Activity:
@@ -100,9 +210,12 @@ class Activity:
 activity = Activity()
 
 
+# ---------------------------------------------------------------- the serving micro-batcher
+
+
 @dataclass
 class Request:
-    key: Any
+    key: Any  # None: neither cached nor shared (start())
     item: Any
     cost: int  # what the item adds to the batch's budget (e.g. its padded tokens)
     future: Future
@@ -112,115 +225,78 @@ class Batcher:
     """Runs `run_batch(items) -> results` (same order) over whatever has queued, one batch at a time
     per worker (one worker by default).
 
-    `max_batch` items and `max_cost` total cost per batch bound the memory of one forward pass.
-    A batch that fails is retried one item at a time, so a failure belongs to its own request."""
+    `max_batch` items and `max_cost` total cost per batch bound the memory of one forward pass (`batch_size`).
+    A batch that fails is retried one item at a time (`run_alone_on_failure`), so a failure belongs to its
+    own request; identical requests share one run (`InFlight`)."""
 
     def __init__(self, name: str, run_batch: Callable[[list], list], cache: ResultCache | None = None, *,
                  max_batch: int = 32, max_cost: int = 8192, workers: int = 1):
         self.name, self.run_batch, self.cache = name, run_batch, cache
         self.max_batch, self.max_cost, self.workers = max_batch, max_cost, workers
         self.stats = {"batches": 0, "items": 0, "largest": 0}
+        self.claims = InFlight(cache)
         self._queue: deque[Request] = deque()
-        self._in_flight: dict[Any, Future] = {}
         self._lock = threading.Condition()
         self._threads: list[threading.Thread] = []
 
     def submit(self, key, item, cost: int = 1):
         """The result for `item` (cached, shared with an identical request in flight, or computed
         in the next batch); the item's own exception if it failed."""
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        with self._lock:
-            found = self._claim(key, item, cost)
-        return found.result() if isinstance(found, Future) else found
+        return self.submit_many([(key, item, cost)])[0]
 
     def submit_many(self, requests: list[tuple]) -> list:
         """The results for several (key, item, cost) at once: queued together, so that they run in
         one batch (a lab that needs many rows for one student, e.g. several sentences)."""
-        with self._lock:
-            found = [self._claim(key, item, cost) for key, item, cost in requests]
-        return [f.result() if isinstance(f, Future) else f for f in found]
-
-    def _claim(self, key, item, cost: int):
-        """Under the lock: an identical request's future, the cached result (it may have finished
-        while we waited for the lock), or a new request's future."""
-        future = self._in_flight.get(key)
-        if future is not None:
-            return future
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        future = self._in_flight[key] = self._enqueue(key, item, cost)
-        return future
+        found, mine = [], []
+        for key, item, cost in requests:
+            value, future = self.claims.claim(key)
+            if future is not None:
+                mine.append(Request(key, item, cost, future))
+            found.append(value if future is None else future)
+        if mine:
+            self._enqueue(mine)
+        return [resolve(f) for f in found]
 
     def start(self, item, cost: int = 1) -> Future:
         """Queue `item` without waiting for it, neither cached nor shared (e.g. a generation whose
         tokens stream out while it runs); the future holds its result or exception."""
-        with self._lock:
-            return self._enqueue(None, item, cost)
+        request = Request(None, item, cost, Future())
+        self._enqueue([request])
+        return request.future
 
-    def _enqueue(self, key, item, cost: int) -> Future:
-        """Called with the lock held."""
-        future = Future()
-        self._queue.append(Request(key, item, cost, future))
-        activity.add(1)
-        if len(self._threads) < self.workers:
-            thread = threading.Thread(target=self._work, name=f"batcher {self.name}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-        self._lock.notify()
-        return future
+    def _enqueue(self, requests: list[Request]) -> None:
+        with self._lock:
+            self._queue.extend(requests)
+            activity.add(len(requests))
+            if len(self._threads) < self.workers:
+                thread = threading.Thread(target=self._work, name=f"batcher {self.name}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+            self._lock.notify()
 
     def _next_batch(self) -> list[Request]:
         with self._lock:
             while not self._queue:
                 self._lock.wait()
-            batch = [self._queue.popleft()]
-            cost = batch[0].cost
-            while self._queue and len(batch) < self.max_batch and cost + self._queue[0].cost <= self.max_cost:
-                cost += self._queue[0].cost
-                batch.append(self._queue.popleft())
-            return batch
+            n = batch_size((r.cost for r in self._queue), self.max_batch, self.max_cost)
+            return [self._queue.popleft() for _ in range(n)]
 
     def _work(self) -> None:
         while True:
             batch = self._next_batch()
             started = time.perf_counter()
             try:
-                outcomes = self._run([r.item for r in batch])
-            except Exception as exc:  # only if even one item alone failed unexpectedly
+                outcomes = run_alone_on_failure(self.run_batch, [r.item for r in batch], self.name)
+            except Exception as exc:  # only if the rule itself failed (e.g. logging): the worker goes on
                 outcomes = [exc] * len(batch)
             self.stats["batches"] += 1
             self.stats["items"] += len(batch)
             self.stats["largest"] = max(self.stats["largest"], len(batch))
             log.debug("%s: %d items in %.3f s, %d waiting", self.name, len(batch), time.perf_counter() - started,
                       len(self._queue))
-            for request, outcome in zip(batch, outcomes):
-                if request.key is not None and not isinstance(outcome, BaseException):
-                    self.cache.put(request.key, outcome)
-            with self._lock:  # cached before it leaves the in-flight table: no identical request recomputes it
-                for request in batch:
-                    self._in_flight.pop(request.key, None)
             activity.add(-len(batch))
             for request, outcome in zip(batch, outcomes):
-                if isinstance(outcome, BaseException):
-                    request.future.set_exception(outcome)
+                if request.key is None:
+                    deliver(request.future, outcome)
                 else:
-                    request.future.set_result(outcome)
-
-    def _run(self, items: list) -> list:
-        try:
-            return self.run_batch(items)
-        except Exception as exc:
-            if len(items) == 1:
-                return [exc]
-            log.warning("%s: a batch of %d failed (%s); running its items one at a time", self.name, len(items),
-                        type(exc).__name__)
-            outcomes = []
-            for item in items:
-                try:
-                    outcomes.extend(self.run_batch([item]))
-                except Exception as item_exc:
-                    outcomes.append(item_exc)
-            return outcomes
+                    self.claims.settle(request.key, request.future, outcome)

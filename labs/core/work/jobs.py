@@ -28,11 +28,13 @@ import math
 import os
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
+
+import cachetools
 
 from labs.core.errors import LabError
 from labs.core.work import ray_backend, ray_jobs
@@ -189,7 +191,7 @@ class Jobs:
         self._running: list[Job] = []
         self._ready: deque[Job] = deque()  # running, not yet picked up by a slot's thread
         self._in_flight: dict[Any, Job] = {}  # waiting or running, and joinable
-        self._store: OrderedDict[Any, Job] = OrderedDict()
+        self._store = cachetools.LRUCache(store_size)  # finished jobs, by key: the least recently asked for leave
         self._valid: dict[str, Callable] = {}  # per kind: is a kept result still usable? (its model kept)
         self._rate: dict[str, float] = {}  # per kind: measured seconds per unit of work
         self._workers = 0
@@ -219,7 +221,6 @@ class Jobs:
         with self._changed:
             kept = self._store.get(key)
             if kept is not None and self._valid.get(kind, lambda events: True)(kept.events):
-                self._store.move_to_end(key)
                 self.stats["from_store"] += 1
                 return self._follow(kept, owner, joined=False, from_store=True)
             job = self._in_flight.get(key)
@@ -373,10 +374,8 @@ class Jobs:
         self._wake_waiting()
 
     def _keep(self, job: Job) -> None:
-        """Under the lock: a finished job joins the store; the oldest leave it."""
+        """Under the lock: a finished job joins the store; the least recently asked for leave it."""
         self._store[job.key] = job
-        while len(self._store) > self.store_size:
-            self._store.popitem(last=False)
 
     def _wake_waiting(self) -> None:
         """Waiting followers recompute their place (a job started, finished or left the queue)."""
@@ -393,7 +392,6 @@ class Jobs:
         with self._changed:
             kept = self._store.get(key)
             if kept is not None:
-                self._store.move_to_end(key)
                 self.stats["from_store"] += 1
                 return kept.events[-1]
             future = self._shared.get(key)

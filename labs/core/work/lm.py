@@ -26,12 +26,13 @@ import numpy as np
 from labs.core.errors import BadInput
 from labs.core.models.models import LoadedModel
 from labs.core.work import ray_backend, ray_passes
-from labs.core.work.batching import Batcher, ResultCache
+from labs.core.work.batching import Batcher, InFlight, ResultCache
 from labs.core.work.padding import pad_rows
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
 
 cache = ResultCache(CACHE_BYTES)
+ray_claims = InFlight(cache)  # with Ray Serve: identical requests in flight share one (as each Batcher's claims)
 # Per kind of pass: its runner, run_batch(loaded, items) -> results in the same order, and limits: at
 # most max_batch requests in one batch, and a budget on their cost (tokens, or tokens² for attention,
 # whose weights grow with the square of the length) that bounds its memory.
@@ -77,7 +78,7 @@ def submit(loaded: LoadedModel, kind: str, item, cost: int):
     flight, or computed in the next batch with whatever else has queued (on Ray Serve when LAB_RAY_ADDRESS is set)."""
     if ray_backend.enabled():
         return ray_passes.submit_many(loaded, kind, RUNNERS[kind].__module__,
-                                      [((loaded.name, loaded.head, kind, item), item, cost)], cache)[0]
+                                      [((loaded.name, loaded.head, kind, item), item, cost)], ray_claims)[0]
     return _batcher(loaded, kind).submit((loaded.name, loaded.head, kind, item), item, cost)
 
 
@@ -85,7 +86,8 @@ def submit_many(loaded: LoadedModel, kind: str, items: list, costs: list[int]) -
     """Several items of one student's request, queued together so that they share a batch."""
     if ray_backend.enabled():
         return ray_passes.submit_many(loaded, kind, RUNNERS[kind].__module__,
-                                      [((loaded.name, loaded.head, kind, i), i, c) for i, c in zip(items, costs)], cache)
+                                      [((loaded.name, loaded.head, kind, i), i, c) for i, c in zip(items, costs)],
+                                      ray_claims)
     return _batcher(loaded, kind).submit_many([((loaded.name, loaded.head, kind, i), i, c)
                                                for i, c in zip(items, costs)])
 

@@ -4,14 +4,14 @@ One Serve application per (model, head), named by `app_name`: its replicas load 
 choice name, with labs.core.models (the loader the app uses), and run the registered runner of each pass
 (labs.core.work.lm.RUNNERS[kind]) on what `@serve.batch` gathers, so a result is the one the embedded batcher
 gives. Each kind of pass has its own batch queue in the replica, sized by the pass's registered limits
-(lm.LIMITS: at most max_batch requests, and the batch is cut where their cost passes max_cost, as the embedded
-batcher does); max_ongoing_requests is at least the largest batch, or batches would stay small. Replicas scale
-with the load (autoscaling_config) and ask for a share of a GPU where the cluster has one.
+(lm.LIMITS: at most max_batch requests, and the batch is cut where their cost passes max_cost, by the embedded
+batcher's own rule, batching.cut); max_ongoing_requests is at least the largest batch, or batches would stay
+small. Replicas scale with the load (autoscaling_config) and ask for a share of a GPU where the cluster has one.
 
 The front-end (this process) keeps what the embedded path does before a pass: the result cache (lm.cache) and
-the table of requests in flight, so identical requests still cost one pass. It calls the deployment's handle
-from the handler's thread; a replica that dies under a request (a killed actor, a lost node) is asked again
-once, and Serve has started its replacement by then.
+the claim of requests in flight (batching.InFlight, lm.ray_claims), so identical requests still cost one
+pass. It calls the deployment's handle from the handler's thread; a replica that dies under a request (a killed
+actor, a lost node) is asked again once, and Serve has started its replacement by then.
 
 Nothing here imports ray at module level: it is imported when the switch is on."""
 
@@ -23,9 +23,10 @@ import importlib
 import logging
 import re
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
-from labs.core.work import ray_backend
+from labs.core.work import batching, ray_backend
 
 log = logging.getLogger(__name__)
 
@@ -38,35 +39,12 @@ LM_MODULE = "labs.core.work.lm"
 # ---------------------------------------------------------------- inside a replica
 
 
-def _cut(requests: list, max_batch: int, max_cost: int) -> list[list[int]]:
-    """The indices of `requests` [(item, cost)] in consecutive batches within the pass's limits."""
-    groups, cost = [[]], 0
-    for index, (_, c) in enumerate(requests):
-        if groups[-1] and (len(groups[-1]) >= max_batch or cost + c > max_cost):
-            groups.append([])
-            cost = 0
-        groups[-1].append(index)
-        cost += c
-    return groups
-
-
 def run_batch(runner, loaded, requests: list, max_batch: int, max_cost: int) -> list:
-    """[("ok", result) or ("error", exception)] for [(item, cost)]: one runner call per batch within the
-    limits; a batch that fails is run again one item at a time, so a failure belongs to its own request."""
-    outcomes = [None] * len(requests)
-    for group in _cut(requests, max_batch, max_cost):
-        items = [requests[i][0] for i in group]
-        try:
-            results = [("ok", r) for r in runner(loaded, items)]
-        except Exception:
-            results = []
-            for item in items:
-                try:
-                    results.append(("ok", runner(loaded, [item])[0]))
-                except Exception as exc:
-                    results.append(("error", exc))
-        for i, outcome in zip(group, results):
-            outcomes[i] = outcome
+    """[result or exception] for [(item, cost)]: the batches cut where the embedded batcher cuts them
+    (batching.cut), each run by the same rule (batching.run_alone_on_failure: a failure belongs to its item)."""
+    outcomes = []
+    for group in batching.cut([cost for _, cost in requests], max_batch, max_cost):
+        outcomes += batching.run_alone_on_failure(partial(runner, loaded), [requests[i][0] for i in group], "replica")
     return outcomes
 
 
@@ -138,8 +116,6 @@ def app_builder(args: dict):
 
 _handles: dict = {}
 _handles_lock = threading.Lock()
-_in_flight: dict = {}
-_in_flight_lock = threading.Lock()
 _calls = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ray pass")  # for a caller inside an event loop
 stats = {"requests": 0, "retried": 0}
 
@@ -185,8 +161,8 @@ def _result(response, again):
         return again().result()
 
 
-def _ask(handle_, kind: str, module: str, requests: list[tuple]) -> list[tuple]:
-    """[(status, value)] for [(item, cost)], all sent before any is awaited, so that they can share a batch."""
+def _ask(handle_, kind: str, module: str, requests: list[tuple]) -> list:
+    """[result or exception] for [(item, cost)], all sent before any is awaited, so that they can share a batch."""
     def send(item, cost):
         return handle_.run.remote(kind, module, item, cost)
 
@@ -196,7 +172,7 @@ def _ask(handle_, kind: str, module: str, requests: list[tuple]) -> list[tuple]:
         try:
             outcomes.append(_result(response, lambda item=item, cost=cost: send(item, cost)))
         except Exception as exc:  # Ray's own failure: it belongs to this request
-            outcomes.append(("error", exc))
+            outcomes.append(exc)
     return outcomes
 
 
@@ -208,20 +184,16 @@ def _in_event_loop() -> bool:
     return True
 
 
-def submit_many(loaded, kind: str, module: str, requests: list[tuple], cache) -> list:
+def submit_many(loaded, kind: str, module: str, requests: list[tuple], claims: batching.InFlight) -> list:
     """The results for [(key, item, cost)] of pass `kind`: from the cache, shared with an identical request in
-    flight, or asked of the (model, head)'s deployment (DeploymentResponse.result() refuses an event loop's
-    thread: from there, a helper thread waits)."""
-    claims, mine = [], []
-    with _in_flight_lock:
-        for key, item, cost in requests:
-            hit = cache.get(key)
-            if hit is None:
-                hit = _in_flight.get(key)
-                if hit is None:
-                    hit = _in_flight[key] = Future()
-                    mine.append((key, item, cost, hit))
-            claims.append(hit)
+    flight (`claims`, the front-end's batching.InFlight over the result cache), or asked of the (model, head)'s
+    deployment (DeploymentResponse.result() refuses an event loop's thread: from there, a helper thread waits)."""
+    found, mine = [], []
+    for key, item, cost in requests:
+        value, future = claims.claim(key)
+        if future is not None:
+            mine.append((key, item, cost, future))
+        found.append(value if future is None else future)
     if mine:
         stats["requests"] += len(mine)
         try:
@@ -232,14 +204,10 @@ def submit_many(loaded, kind: str, module: str, requests: list[tuple], cache) ->
             else:
                 outcomes = _ask(handle_, kind, module, asked)
         except Exception as exc:  # no deployment: every request of this call learns why
-            outcomes = [("error", exc)] * len(mine)
-        for (key, _, _, future), (status, value) in zip(mine, outcomes):
-            if status == "ok":
-                cache.put(key, value)
-            with _in_flight_lock:
-                _in_flight.pop(key, None)
-            (future.set_result if status == "ok" else future.set_exception)(value)
-    return [c.result() if isinstance(c, Future) else c for c in claims]
+            outcomes = [exc] * len(mine)
+        for (key, _, _, future), outcome in zip(mine, outcomes):
+            claims.settle(key, future, outcome)
+    return [batching.resolve(f) for f in found]
 
 
 def replica_info(model: str, head: str) -> dict:
