@@ -289,9 +289,13 @@ def test_forward_steps_api(client, tiny_models):
 
 def test_steps_panel_draws_in_the_browser(page):
     open_tab(page, "Attention")
-    table = page.locator("table").filter(has_text="Residual + LayerNorm")
-    table.first.wait_for(timeout=90000)
-    assert page.get_by_text("Checked against the model's own").count() >= 1
-    assert page.get_by_text("softmax(QKᵀ / √d_k): the Attention lab's head").count() >= 1
-    page.get_by_text("Inside the transformer, step by step").scroll_into_view_if_needed()
+    page.get_by_text("Tokens (following").first.wait_for(timeout=120000)
+    # A table's rows are drawn when it is on screen.
+    page.get_by_text("Every step of the chosen layer and head").first.scroll_into_view_if_needed()
+    page.get_by_text("Residual + LayerNorm: the layer's output").first.wait_for(timeout=30000)
+    assert page.get_by_text("✓ max |diff|").count() >= 1
+    page.locator(".js-plotly-plot").filter(has_text="Softmax with ÷ √d_k").first.wait_for(timeout=30000)
+    assert page.get_by_text("Without the division by √").count() == 1
+    page.get_by_text("Inside the transformer, step by step").first.scroll_into_view_if_needed()
     screenshot(page, "attention_forward_steps")
+    assert page.outside_requests == []

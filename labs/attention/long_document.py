@@ -30,9 +30,10 @@ DOCUMENT_VERDICT = "negative"  # the reviewer's own: "Two stars out of five", "w
 REVIEWS = ASSETS / "sentiment.csv"
 FAMILIES = ("masked", "encoder")
 STRATEGIES = ("head", "tail", "head_tail", "chunks")
-STRATEGY_WORDS = {"head": "Head: the first tokens", "tail": "Tail: the last tokens",
-                  "head_tail": "Head + tail: the first quarter and the last three quarters of the limit",
-                  "chunks": "Sliding window: overlapping chunks, their sentence vectors averaged"}
+STRATEGY_WORDS = {"head": "Head", "tail": "Tail", "head_tail": "Head + tail", "chunks": "Sliding window"}
+STRATEGY_NOTES = {"head": "the first tokens that fit", "tail": "the last tokens that fit",
+                  "head_tail": "the first quarter of the limit (128 of 512, as the textbook) and the rest from the end",
+                  "chunks": "overlapping chunks (by half), each read alone; their sentence vectors averaged"}
 MAX_CHARS = 20_000
 LABELS = ("negative", "positive")
 CLASSIFIER = ("Nearest prototype: the document's sentence vector (mean of the last layer's token vectors) is "
@@ -86,7 +87,7 @@ class LongDocument:
     def to_json(self) -> dict:
         return {"model": self.model, "source": self.source, "builtin": self.builtin, "tokens": self.tokens,
                 "limit": self.limit, "whole_error": self.whole_error,
-                "readings": [asdict(r) for r in self.readings],
+                "readings": [dict(asdict(r), spans=[list(span) for span in r.spans]) for r in self.readings],
                 "classifier": {"kind": "nearest prototype (mean pooling, cosine)", "description":
                                self.classifier.describe(), "train_examples": self.classifier.train,
                                "held_out": self.classifier.held_out, "held_out_accuracy": self.classifier.accuracy},

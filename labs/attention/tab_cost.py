@@ -21,6 +21,9 @@ LONG_COURSE = "\n\n".join(f"**{q.where}:** “{q.text}”" for q in quotes.LONG_
 COST_HEADERS = ["tokens n", "whole pass, ms", "one layer: QKᵀ, softmax, ·V (n²), ms", "projections (n), ms",
                 "feed-forward (n), ms", "attention weights, KB", "feed-forward activations, KB"]
 DOC_HEADERS = ["Strategy", "Tokens read", "Which tokens", "cos to positive", "cos to negative", "Verdict"]
+STRATEGY_LEGEND = " ".join(f"**{long_document.STRATEGY_WORDS[s]}:** {long_document.STRATEGY_NOTES[s]}."
+                           for s in long_document.STRATEGIES) + (" In the chart, blue spans were judged positive and "
+                                                                 "orange-red ones negative.")
 VERDICT_COLOURS = {"positive": plots.BLUE, "negative": plots.RED}
 
 
@@ -83,16 +86,16 @@ def spans_figure(result: dict):
     """The document as a line of tokens; one row per strategy, the spans it reads coloured by its verdict
     (each chunk by its own)."""
     fig = go.Figure()
-    for r in reversed(result["readings"]):
+    for r in result["readings"]:
         pieces = r["chunks"] or [{"start": a, "end": b, **r["verdict"]} for a, b in r["spans"]]
         for i, c in enumerate(pieces):
-            name = long_document.STRATEGY_WORDS[r["strategy"]].split(":")[0] + (f" {i + 1}" if r["chunks"] else "")
+            name = long_document.STRATEGY_WORDS[r["strategy"]] + (f", chunk {i + 1}" if r["chunks"] else "")
             fig.add_trace(go.Bar(x=[c["end"] - c["start"]], base=[c["start"]], y=[name], orientation="h",
                                  marker_color=VERDICT_COLOURS[c["label"]], showlegend=False,
                                  hovertemplate=f"tokens {c['start']}–{c['end']}: {c['label']}<extra></extra>"))
-    fig.update_xaxes(title=f"token position in the document (0 – {result['tokens']})", range=[0, result["tokens"]])
-    return plots.style(fig, "What each strategy reads (blue: judged positive, orange-red: negative)", 380,
-                       barmode="overlay")
+    fig.update_xaxes(title="token position in the document", range=[0, result["tokens"]])
+    fig.update_yaxes(autorange="reversed", type="category")
+    return plots.style(fig, "What each strategy reads", 380, barmode="overlay")
 
 
 def on_document(text, model_name):
@@ -103,7 +106,7 @@ def on_document(text, model_name):
     notes = "".join(f"\n\n{ui.md(n)}" for n in result["notes"])
     summary = (f"The document is **{result['tokens']:,} tokens**; {ui.md(result['model'])} reads at most "
                f"**{result['limit']}** at once, its special tokens included.{verdict}{whole}{notes}\n\n"
-               f"**The classifier:** {ui.md(result['classifier']['description'])}")
+               f"**The classifier:** {ui.md(result['classifier']['description'])}\n\n{STRATEGY_LEGEND}")
     return summary, doc_rows(result), spans_figure(result), result
 
 
@@ -131,7 +134,8 @@ def build(demo: gr.Blocks) -> None:
     with gr.Accordion("Read the built-in review (written for LM Lab)", open=False):
         gr.Markdown(ui.md(long_document.DOCUMENT.read_text()))
     doc_summary = gr.Markdown()
-    doc_table = ui.table(DOC_HEADERS, "Each strategy's reading and verdict", wrap=True)
+    doc_table = ui.table(DOC_HEADERS, "Each strategy's reading and verdict", wrap=True,
+                         column_widths=["150px", "90px", "330px", "110px", "110px", "100px"])
     doc_plot, doc_json = gr.Plot(), ui.result_json()
     ui.link(__name__, cost_model=cost_model, doc_text=doc_text, doc_model=doc_model)
     ui.wire(measure.click, on_cost, [cost_model], [cost_summary, *cost_plots, cost_table, limit, cost_json],

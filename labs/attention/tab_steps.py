@@ -33,13 +33,14 @@ def step_rows(result: dict) -> list[list]:
     for i, s in enumerate(result["steps"]):
         check = s["check"]
         checked = f"✓ max |diff| {check['max_abs_diff']:.1e}: {check['against']}" if check else ""
-        rows.append([i + 1, s["name"], s["formula"], " × ".join(map(str, s["shape"])), number_list(s["row"]), checked])
+        rows.append([i + 1, s["name"], s["formula"], " × ".join(map(str, s["shape"])), number_list(s["row"][:4]),
+                     checked])
     return rows
 
 
 def token_line(result: dict) -> str:
     p = result["position"]
-    words = " ".join(f"`{i}:{ui.md(t)}`" if i != p else f"**`{i}:{ui.md(t)}`**" for i, t in enumerate(result["tokens"]))
+    words = " · ".join(f"{i} {ui.md(t)}" if i != p else f"**{i} {ui.md(t)}**" for i, t in enumerate(result["tokens"]))
     sizes = result["sizes"]
     return (f"**{result['architecture']}**: {sizes['layers']} layers, {sizes['heads']} heads of {sizes['head_dim']}"
             f" dimensions ({sizes['kv_heads']} key/value heads), hidden {sizes['hidden']}, feed-forward "
@@ -60,14 +61,14 @@ def scaling_note(result: dict) -> str:
     return (f"Without the division by √{d} = {d ** 0.5:.2f}, the followed token's largest weight would be "
             f"**{max(unscaled):.3f}** (entropy {entropy_bits(unscaled):.2f} bits); with it, **{max(scaled):.3f}** "
             f"({entropy_bits(scaled):.2f} bits). Large dot products make the softmax nearly one-hot; dividing by "
-            "√d_k keeps it spread, so the gradients do not vanish.")
+            "√d_k keeps it spread, so the gradients do not vanish. The right-hand map is the model's own "
+            "attention for this layer and head: the Attention lab's heatmap.")
 
 
 def matrix_figure(result: dict, key: str, title: str, colorscale: str = "Viridis", zmin=0.0):
     matrix = np.array([[np.nan if v is None else v for v in row] for row in result[key]], dtype=float)
     return plots.heatmap(np.round(matrix, 3), result["tokens"], title=plots.safe(title), colorscale=colorscale,
-                         zmin=zmin, zmax=None, highlight_row=result["position"], height=420,
-                         text_format="%{z:.2f}" if len(result["tokens"]) <= 10 else None)
+                         zmin=zmin, zmax=None, highlight_row=result["position"], height=420)
 
 
 def predictions_text(result: dict) -> str:
@@ -88,8 +89,8 @@ def on_steps(text, text_b, model_name, layer, head, position):
     notes = "\n".join(f"- {ui.md(n)}" for n in result["notes"])
     return (f"{ui.model_badge(loaded)}\n\n{token_line(result)}\n\n{notes}", step_rows(result),
             matrix_figure(result, "scaled_scores", f"Head {r.head}: QKᵀ / √d_k", "Blues", None),
-            matrix_figure(result, "attention_unscaled", "softmax(QKᵀ): without the division"),
-            matrix_figure(result, "attention", "softmax(QKᵀ / √d_k): the Attention lab's head"),
+            matrix_figure(result, "attention_unscaled", "Softmax without ÷ √d_k"),
+            matrix_figure(result, "attention", "Softmax with ÷ √d_k"),
             scaling_note(result), predictions_text(result),
             gr.update(maximum=r.sizes["layers"] - 1, value=r.layer), gr.update(maximum=r.sizes["heads"] - 1, value=r.head),
             result)
@@ -113,8 +114,8 @@ def build(demo: gr.Blocks) -> None:
         head = gr.Slider(0, 11, value=0, step=1, label="Head")
         run = gr.Button("Show every step", variant="primary")
     summary = gr.Markdown()
-    table = ui.table(HEADERS, "Every step of the chosen layer and head", wrap=True,
-                     column_widths=["4%", "18%", "24%", "9%", "25%", "20%"])
+    table = ui.table(HEADERS, "Every step of the chosen layer and head", wrap=True, max_height=2400,  # a phone scrolls
+                     column_widths=["44px", "190px", "250px", "90px", "250px", "300px"])  # it sideways
     with gr.Row():
         figures = [gr.Plot(min_width=300) for _ in range(3)]
     scaling, predictions = gr.Markdown(), gr.Markdown()
