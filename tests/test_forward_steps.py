@@ -299,3 +299,12 @@ def test_steps_panel_draws_in_the_browser(page):
     page.get_by_text("Inside the transformer, step by step").first.scroll_into_view_if_needed()
     screenshot(page, "attention_forward_steps")
     assert page.outside_requests == []
+
+
+def test_the_panel_clamps_a_links_layer_and_head_to_the_models(tiny_models):
+    from labs.attention import tab_steps
+
+    out = tab_steps.on_steps("The cat sat on the [MASK].", "", tiny_models["masked"], 29, 9, "auto")
+    result, rows = out[-1], out[1]
+    assert (result["layer"], result["head"]) == (1, 3) and rows[-1][1] == "Residual + LayerNorm: the layer's output"
+    assert "0.0" not in out[5] and "Without the division by √16" in out[5]

@@ -21,6 +21,7 @@ EXPLAINER = ("Your sentence through the real model, one operation at a time: eve
 COURSE = "\n\n".join(f"**{q.where}:** “{q.text}”" for q in quotes.STEPS)
 AUTO = "auto"
 POSITIONS = [("auto: the [MASK], else the last token", AUTO)] + [(str(i), str(i)) for i in range(steps.MAX_TOKENS)]
+MAX_LAYER, MAX_HEAD = 47, 31  # the sliders' range before the first run (a link may name any layer up to these)
 HEADERS = ["#", "Step", "Formula", "Shape", "Followed token: first values", "Checked against the model's own"]
 
 
@@ -82,7 +83,11 @@ def predictions_text(result: dict) -> str:
 
 
 def on_steps(text, text_b, model_name, layer, head, position):
+    """The sliders may hold another model's layer or head (or a link's): clamped to this model's."""
     loaded = models.load(model_name, *steps.FAMILIES)
+    config = loaded.model.config
+    layer = min(max(int(layer or 0), 0), getattr(config, "num_hidden_layers", 1) - 1)
+    head = min(max(int(head or 0), 0), getattr(config, "num_attention_heads", 1) - 1)
     r = steps.forward_steps(loaded, text, layer, head, None if position in (None, "", AUTO) else int(position),
                             text_b)
     result = r.to_json()
@@ -110,8 +115,8 @@ def build(demo: gr.Blocks) -> None:
             model = ui.model_dropdown(*steps.FAMILIES, label="Model (an encoder, or a causal LM)", family_order=True)
             position = gr.Dropdown(POSITIONS, value=AUTO, label="Follow the token at position")
     with gr.Row():
-        layer = gr.Slider(0, 5, value=0, step=1, label="Layer")
-        head = gr.Slider(0, 11, value=0, step=1, label="Head")
+        layer = gr.Slider(0, MAX_LAYER, value=0, step=1, label="Layer")  # set to the model's range after each run
+        head = gr.Slider(0, MAX_HEAD, value=0, step=1, label="Head")
         run = gr.Button("Show every step", variant="primary")
     summary = gr.Markdown()
     table = ui.table(HEADERS, "Every step of the chosen layer and head", wrap=True, max_height=2400,  # a phone scrolls
