@@ -12,6 +12,7 @@ import pytest
 import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
+from test_forward_steps import patient_page  # noqa: F401  (the fixture)
 
 from labs.attention import cost, layers
 from labs.attention import long_document as ld
@@ -141,7 +142,8 @@ def test_attention_cost_and_long_document_api(client, tiny_models):
         client.predict("", tiny_models["masked"], "middle", api_name="/long_document")
 
 
-def test_cost_and_long_document_panels_draw_in_the_browser(page):
+def test_cost_and_long_document_panels_draw_in_the_browser(patient_page):
+    page = patient_page
     open_tab(page, "Attention")
     page.get_by_role("button", name="Measure (the first time takes a while; then it is kept)").click()
     page.get_by_text("Past the limit.").first.wait_for(timeout=180000)

@@ -282,9 +282,9 @@ def predict(r: ForwardSteps, arch: layers.Layers, loaded, hidden: np.ndarray, wi
             r.prediction_note = "Put a [MASK] in the sentence (and follow it) to see the MLM head's predictions."
             return
         elif loaded.family != "masked" or (logits := arch.mlm_logits(final)) is None:
-            r.prediction_note = (f"{loaded.name} has no masked-LM head (all-MiniLM-L6-v2 was trained as a sentence "
-                                 "encoder): the MLM head's predictions at [MASK] need bert-base-uncased from the Hub "
-                                 "(not measured here).")
+            r.prediction_note = (f"{loaded.name} has no masked-LM head (all-MiniLM-L6-v2, for one, was trained as a "
+                                 "sentence encoder): the MLM head's predictions at [MASK] need a masked LM such as "
+                                 "bert-base-uncased from the Hub (not measured here).")
             return
         else:
             logits = logits.float().cpu().numpy()
