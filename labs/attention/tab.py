@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from labs.attention import compute, views
+from labs.attention import compute, tab_cost, tab_steps, views
 from labs.attention.compute import EXAMPLES, AttentionRun
 from labs.core.errors import MAX_CHARS, each
 from labs.core.models import models
@@ -33,7 +33,11 @@ TRY_THIS = (
     "Compare: why is the causal LM's heatmap empty above the diagonal, and why does its first column glow?",
     "Switch to a causal model: which patterns disappear, and why can't a causal head be a next-token head?",
     "Pick t5-small and switch between encoder, decoder and cross-attention: which one is empty above the "
-    "diagonal, and which one is not square?")
+    "diagonal, and which one is not square?",
+    "Step by step: follow the [MASK] through a layer. Which step's numbers change most? Compare the softmax "
+    "with and without the division by √d_k: how much flatter is the row?",
+    "Measure the cost: from 256 to 512 tokens, how much do the attention weights grow, and the feed-forward's?",
+    "Long documents: which strategy reads the reviewer's verdict? Paste a news article: is the head enough?")
 PATTERN_COLOURS = {"previous token": "#bfdbfe", "next token": "#ddd6fe", "self": "#fde68a",
                    "first token / [CLS]": "#fecaca", "separator / end token": "#fed7aa", "broad": "#e5e7eb",
                    "mixed": "#bbf7d0"}
@@ -215,8 +219,10 @@ def build(demo: gr.Blocks) -> None:
         compare_note = gr.Markdown()
         with gr.Row():
             compare_left, compare_right = gr.Plot(), gr.Plot()
-    ui.try_this(*TRY_THIS)
     ui.link(__name__, text=text, text_b=text_b, model=model, layer=layer, head=head, part=part)
+    tab_steps.build(demo)
+    tab_cost.build(demo)
+    ui.try_this(*TRY_THIS)
 
     inputs = [text, text_b, model, layer, head, average, part]
     shown = [notice, segments, head_view, model_view, head_download, model_download, layer, head, head_plot,
