@@ -234,11 +234,12 @@ DOWNLOAD_JS = """(value) => {
 
 
 def result_json() -> gr.JSON:
-    """The collapsed box under a result that shows it as the API returns it (copy, or download from
-    its toolbar: Gradio moves the button there)."""
-    button = gr.Button("⬇ JSON", size="sm")
-    box = gr.JSON(label="Result (as the API returns it)", open=False, elem_classes=["lab-result-json"],
-                  buttons=["copy", button])
+    """The result as the API returns it, folded under a result: one tab stop (the fold's header) until a
+    student opens it, not one per node of the JSON tree. Opened: copy, or download from its toolbar (Gradio
+    moves the button there)."""
+    with gr.Accordion("Result (as the API returns it)", open=False, elem_classes=["lab-result-json"]):
+        button = gr.Button("⬇ JSON", size="sm")
+        box = gr.JSON(show_label=False, open=False, buttons=["copy", button])
     button.click(None, box, None, js=DOWNLOAD_JS, api_visibility="private")
     return box
 
