@@ -216,7 +216,7 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
     names = [c.name for c in ordered]
     info = f"{ordered[0].description}. Offline fallbacks and LAB_EXTRA_MODELS appear here too." if ordered else ""
     return gr.Dropdown(choices=names, value=names[0] if names else None, label=label,
-                       info=info or "No model of this kind is available here.",
+                       info=info or "No model of this kind is available here.", elem_classes=["lab-model-picker"],
                        allow_custom_value=True)  # API callers may name any model; load() explains misses
 
 
