@@ -1,6 +1,6 @@
 // A student's phone and keyboard (assets/lab.css, "Phone"): a "Skip to the lab" link first on the page, and
-// disclosure buttons that fold the status line, each lab's explainer ("What is this?") and its examples on a
-// narrow screen.
+// disclosure buttons that fold the status line, each lab's explainer ("What is this?"), its examples and its
+// notes on sources on a narrow screen.
 // The buttons are shown only under 600 px; wider, what they fold is always open and they are not rendered.
 (() => {
   let count = 0;
@@ -105,6 +105,8 @@
     const status = document.getElementById("lab-status");
     if (status) foldButton(status, "Device and models");
     document.querySelectorAll(".lab-explainer").forEach((block) => foldButton(block, "What is this?"));
+    // A lab's notes on where its figures come from (class lab-phone-fold).
+    document.querySelectorAll(".lab-phone-fold").forEach((block) => foldButton(block, "Where these numbers come from"));
     // A lab's examples (gr.Examples with an elem_id ending in "-examples"), under their own label.
     document.querySelectorAll('.gradio-container [id$="-examples"]').forEach((block) => {
       const label = block.querySelector("label, .label");
