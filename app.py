@@ -78,10 +78,10 @@ def build_app() -> gr.Blocks:
         link_notes = gr.Markdown(elem_id="lab-link-notes")
         classroom.build_student_panel(demo)  # a student in a class (?class=CODE) sees the question first
         groups = []
-        with gr.Tabs(elem_id="lab-groups") as tabs:
+        with gr.Tabs(elem_id="lab-groups", overflow_behavior="wrap") as tabs:  # a phone shows every name whole
             for title, group_id, labs in GROUPS:
                 with gr.Tab(title, id=group_id, elem_id=f"lab-group-{group_id}", elem_classes=["lab-group"]) as group_tab:
-                    with gr.Tabs(elem_classes=["lab-tabs"]) as lab_tabs:
+                    with gr.Tabs(elem_classes=["lab-tabs"], overflow_behavior="wrap") as lab_tabs:
                         tab_of = {}
                         for lab in labs:
                             with gr.Tab(lab.TITLE, id=lab.ID) as tab_of[lab.ID]:

@@ -1,7 +1,11 @@
 """Accessibility (WCAG 2.1 A and AA): axe-core, through axe-playwright-python, on every tab after its
-first result is drawn, in the normal view and in presenter view. No serious or critical violation is
-allowed, except those listed in GRADIO_ALLOWED: they come from Gradio's own markup and cannot be fixed
-from the app (README "Accessibility" names them with the Gradio version).
+first result is drawn, in the normal view, in presenter view and on a phone (390×844). No serious or critical
+violation is allowed, except those listed in GRADIO_ALLOWED: they come from Gradio's own markup and cannot be
+fixed from the app (README "Accessibility" names them with the Gradio version).
+
+axe does not check that a chart has a text alternative (WCAG 1.1.1); this test does, as a rule of its own,
+"chart-text-alternative": every visible plotly chart is a figure with a name, a summary it is described by and
+a "Show as table" control with its numbers (labs/core/ui/figure_text.py).
 
 The allow-list is explicit: a rule id and a regular expression that every offending node's CSS
 selector must match. A violation of that rule anywhere else still fails, and so does a new rule."""
@@ -13,6 +17,7 @@ from collections import Counter
 
 import pytest
 from conftest import tab_groups
+from walks import DESKTOP, PHONE, charts
 
 # What each tab draws first (from each lab's own browser test): audited once it is on screen.
 FIRST_RESULT = {
@@ -55,8 +60,11 @@ def audit(page) -> list[tuple[str, str, str]]:
     from axe_playwright_python.sync_playwright import Axe
 
     results = Axe().run(page, options=AXE_OPTIONS).response
-    return [(v["id"], v["impact"], " ".join(map(str, node["target"])) + " " + node["html"][:200])
-            for v in results["violations"] if v["impact"] in SEVERE for node in v["nodes"]]
+    found = [(v["id"], v["impact"], " ".join(map(str, node["target"])) + " " + node["html"][:200])
+             for v in results["violations"] if v["impact"] in SEVERE for node in v["nodes"]]
+    return found + [("chart-text-alternative", "serious", f"{c['name'] or 'a chart'}: {c}") for c in charts(page)
+                    if not (c["role"] == "figure" and c["name"] and c["summary"] and c["control"] == "Show as table"
+                            and len(c["rows"]) > 1)]
 
 
 def wait_for_first_result(page, title: str) -> None:
@@ -104,9 +112,10 @@ def unexpected(found: dict[str, list]) -> dict[str, list]:
             if (bad := [v for v in violations if not allowed(v[0], v[2])])}
 
 
-@pytest.mark.parametrize("query", ["", "?present=1"], ids=["normal", "presenter"])
-def test_no_serious_violation_on_any_tab(browser, app_server, query):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+@pytest.mark.parametrize("query, view", [("", DESKTOP), ("?present=1", DESKTOP), ("", PHONE)],
+                         ids=["normal", "presenter", "phone"])
+def test_no_serious_violation_on_any_tab(browser, app_server, query, view):
+    context = browser.new_context(**view)
     page = context.new_page()
     try:
         found = audit_every_tab(page, app_server["url"], query)

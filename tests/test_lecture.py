@@ -133,6 +133,7 @@ def test_results_download_as_json_csv_png_and_svg(page, tiny_models):
     open_tab(page, "Fill in the blank")
     chart = page.locator(".js-plotly-plot:visible").first
     chart.wait_for(timeout=60000)
+    page.locator(".lab-result-json:visible").first.get_by_text("Result (as the API returns it)").click()  # unfold
     with page.expect_download() as caught:
         page.locator("button:visible", has_text="⬇ JSON").first.click()
     result = json.loads(Path(caught.value.path()).read_text())

@@ -43,6 +43,10 @@ PATTERN_COLOURS = {"previous token": "#bfdbfe", "next token": "#ddd6fe", "self":
                    "mixed": "#bbf7d0"}
 SHORT = {"previous token": "prev", "next token": "next", "self": "self", "first token / [CLS]": "first",
          "separator / end token": "sep", "broad": "broad", "mixed": "mixed"}  # table cells stay narrow
+# On a phone (assets/lab.css) bertviz's views do not fit (the head view's right column falls off a 390 px
+# screen); the heatmaps below show the same weights, so they stand in, with this note.
+PHONE_NOTE = ("bertviz's views do not fit a phone: the heatmaps below show the same attention weights (a wider "
+              "screen shows bertviz).")
 SEGMENT_COLOURS = {"A": "#bfdbfe", "B": "#bbf7d0", "special": "#fde68a"}
 PART_CHOICES = [("Encoder self-attention", "encoder"), ("Decoder self-attention (causal)", "decoder"),
                 ("Cross-attention: decoder → encoder", "cross")]
@@ -195,11 +199,13 @@ def build(demo: gr.Blocks) -> None:
     segments = gr.HighlightedText(label="Tokens and segments (A / B; special tokens marked)",
                                   color_map=SEGMENT_COLOURS, combine_adjacent=False, show_legend=True,
                                   elem_classes=["lab-secondary"])
-    head_view, head_download = bertviz_tab("head", "Hover over a token to see where it attends; double-click a "
-                                                   "colour to show one head. Each colour is a head; line thickness "
-                                                   "is the weight.")
-    model_view, model_download = bertviz_tab("model", "Every layer (rows) and head (columns) at once; click a "
-                                                     "thumbnail to enlarge it.")
+    gr.Markdown(PHONE_NOTE, elem_classes=["lab-phone-note"])
+    with gr.Tabs(overflow_behavior="wrap", elem_classes=["lab-bertviz-views"]):
+        head_view, head_download = bertviz_tab("head", "Hover over a token to see where it attends; double-click "
+                                                       "a colour to show one head. Each colour is a head; line "
+                                                       "thickness is the weight.")
+        model_view, model_download = bertviz_tab("model", "Every layer (rows) and head (columns) at once; click a "
+                                                         "thumbnail to enlarge it.")
     gr.Markdown("### Heatmaps and what each head does")
     with gr.Row():
         layer = gr.Slider(0, 11, value=0, step=1, label="Layer")

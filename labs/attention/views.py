@@ -185,9 +185,19 @@ def views(r: AttentionRun, part: str = "encoder") -> dict[str, str]:
                          f"bertviz {view} view of {r.model}") for view in VIEWS}
 
 
-_DOWNLOADS = Path(tempfile.mkdtemp(prefix="lmlab-bertviz-"))
-atexit.register(shutil.rmtree, _DOWNLOADS, True)
+_DOWNLOADS: Path | None = None  # made on the first download: a process that offers none leaves no folder behind
+_downloads_lock = threading.Lock()
 KEPT_DOWNLOADS = 256  # texts whose two files (about 1 MB each) stay on disk; the oldest go first
+
+
+def downloads_folder() -> Path:
+    """The temporary folder of the standalone downloads, made on first use and removed at exit."""
+    global _DOWNLOADS
+    with _downloads_lock:
+        if _DOWNLOADS is None:
+            _DOWNLOADS = Path(tempfile.mkdtemp(prefix="lmlab-bertviz-"))
+            atexit.register(shutil.rmtree, _DOWNLOADS, True)
+        return _DOWNLOADS
 
 
 def _keep_newest(folder: Path, keep: int) -> None:
@@ -208,11 +218,11 @@ def standalone_files(r: AttentionRun, part: str = "encoder") -> dict[str, str]:
     Named by a hash of the run: the same text is written once."""
     part = part if r.seq2seq else "encoder"
     digest = hashlib.sha256(repr((r.model, r.tokens, r.segments, part)).encode()).hexdigest()[:16]
-    paths = {}
-    if not (_DOWNLOADS / digest).exists():
-        _keep_newest(_DOWNLOADS, KEPT_DOWNLOADS - 1)
+    paths, folder = {}, downloads_folder()
+    if not (folder / digest).exists():
+        _keep_newest(folder, KEPT_DOWNLOADS - 1)
     for view in VIEWS:
-        path = _DOWNLOADS / digest / f"bertviz-{view}-view.html"
+        path = folder / digest / f"bertviz-{view}-view.html"
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
             # One partial file per writer: two students asking for the same new text at once each

@@ -339,8 +339,12 @@ ROWS = {"gpt2_ids": gpt2_ids, "wordpiece_lecture": wordpiece_lecture, "wordpiece
 
 def check_course(row: str = "") -> dict:
     """The `/check_course` API: {"rows": [every row]} (or the one row named, the only one measured)."""
+    if row is None:
+        row = ""
+    if not isinstance(row, str):  # a JSON object or list is not a row id (and cannot even be looked up)
+        raise BadInput(f"The row must be text: one of {', '.join(ROWS)}, or empty for every row.")
     if row and row not in ROWS:
-        raise BadInput(f"No row called “{str(row)[:40]}”. Rows: {', '.join(ROWS)}.")
+        raise BadInput(f"No row called “{row[:40]}”. Rows: {', '.join(ROWS)}.")
     return {"rows": [measure().to_json() for measure in ([ROWS[row]] if row else ROWS.values())],
             "documents": FILES}
 

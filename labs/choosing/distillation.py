@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import cachetools
 import numpy as np
 
-from labs.core.errors import BadInput, check_text
+from labs.core.errors import BadInput, check_name, check_text
 from labs.core.models import models
 from labs.core.work import lm
 from labs.core.work.jobs import JOBS
@@ -77,7 +77,7 @@ class DistillationRun:
 
 def parse_sentences(text: str) -> list[str]:
     """One sentence per line, each with exactly one [MASK]; empty text: the built-in sentences."""
-    if not (text or "").strip():
+    if text is None or isinstance(text, str) and not text.strip():
         return list(SENTENCES)
     text = check_text(text, SENTENCES[0], what="sentences", max_chars=4000)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -169,6 +169,7 @@ def _distill(teacher: models.LoadedModel, student: models.LoadedModel, sentences
 def distillation_api(text: str = "", teacher: str = TEACHER, student: str = STUDENT) -> dict:
     """The `/distillation` API."""
     parse_sentences(text)  # typed input is checked before any model is looked up
+    teacher, student = check_name(teacher, "teacher model"), check_name(student, "student model")
     offered = {c.name for c in models.choices(*FAMILIES)}
     missing = {name for name in (teacher, student) if name not in offered}
     if missing and missing <= {TEACHER, STUDENT}:  # the defaults, offline: say what they need

@@ -109,7 +109,7 @@ def inputs_section() -> SimpleNamespace:
         preset = gr.Dropdown(list(presets.MODELS), value=presets.DEFAULT_MODEL, label="Published model (preset)")
         params = gr.Textbox(count(presets.MODELS[presets.DEFAULT_MODEL].params), label="N: parameters (110M, 7B, 7e9)")
         tokens = gr.Textbox(count(presets.MODELS[presets.DEFAULT_MODEL].tokens), label="D: training tokens (300B, 2T)")
-    preset_note = gr.Markdown()
+    preset_note = gr.Markdown(elem_classes=["lab-phone-fold"])  # its sources: folded on a phone
     with gr.Row():
         device = gr.Dropdown(list(presets.DEVICE_CHOICES), value=presets.DEFAULT_DEVICE, label="Accelerator")
         precision = gr.Dropdown(PRECISION_CHOICES, value="mixed", label="Precision")
@@ -121,7 +121,7 @@ def inputs_section() -> SimpleNamespace:
         pue = gr.Number(presets.PUE, label="Datacenter PUE")
         region = gr.Dropdown(list(presets.GRIDS), value=presets.DEFAULT_GRID, label="Grid region")
         grid = gr.Number(presets.GRIDS[presets.DEFAULT_GRID], label="Grid g CO₂e per kWh")
-    device_note = gr.Markdown()
+    device_note = gr.Markdown(elem_classes=["lab-phone-fold"])
     return SimpleNamespace(preset=preset, params=params, tokens=tokens, preset_note=preset_note, device=device,
                            precision=precision, devices=devices, utilisation=utilisation, price=price, power=power,
                            pue=pue, region=region, grid=grid, device_note=device_note)

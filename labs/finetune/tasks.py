@@ -35,7 +35,7 @@ MAX_PAIR_LENGTH, MAX_QA_LENGTH, MAX_ANSWER_TOKENS = 96, 160, 15
 
 
 def check_task(task) -> str:
-    if task not in TASKS:
+    if not isinstance(task, str) or task not in TASKS:  # an object or a list cannot even be looked up
         raise BadInput(f"Unknown task {str(task)[:40]!r}. Use one of: {', '.join(TASKS)}.")
     return task
 

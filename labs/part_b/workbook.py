@@ -36,9 +36,14 @@ def clean(workbook) -> dict:
         if q is None:
             continue
         if not isinstance(given, dict):
-            raise BadInput(f"The answers to {str(qid)[:10]} must be an object of field: answer, e.g. {{\"sat\": 0.58}}.")
+            raise BadInput(f"The answers to {qid} must be an object of field: answer, e.g. {example(q)}.")
         kept[qid] = {f.key: answers.text(given.get(f.key), f.label) for f in q.fields if given.get(f.key) is not None}
     return kept
+
+
+def example(q) -> str:
+    """The shape of a question's answers, with its own fields: {"sign": "…", "theta": "…"}."""
+    return json.dumps({f.key: "…" for f in q.fields}, ensure_ascii=False)
 
 
 def judge(qid: str, given: dict) -> dict:

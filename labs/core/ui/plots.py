@@ -11,6 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from labs.core.ui import figure_text
+
 FONT = dict(size=16, color="#111827")  # 17:1 on white
 # Colours that stay apart for red-green colour blindness and in greyscale (Okabe & Ito's palette, darkened
 # where a colour carries text): "RED" is a vermilion and "GREEN" a bluish green, which deuteranopes and
@@ -71,8 +73,9 @@ def unique_labels(tokens: list[str]) -> list[str]:
 def heatmap(matrix, x_tokens: list[str], y_tokens: list[str] | None = None, *, title: str = "",
             colorscale="Blues", zmin: float | None = 0, zmax: float | None = None,
             text_format: str | None = None, highlight_row: int | None = None, height: int | None = None,
-            x_title: str = "attends to (key)", y_title: str = "token (query)") -> go.Figure:
-    """A token × token heatmap with the query on the y axis (top to bottom) and the key on x."""
+            x_title: str = "attends to (key)", y_title: str = "token (query)", summary: str | None = None) -> go.Figure:
+    """A token × token heatmap with the query on the y axis (top to bottom) and the key on x. Its text
+    alternative (figure_text) is written from its cells unless the lab gives a summary."""
     matrix = np.asarray(matrix, dtype=float)
     y_tokens = x_tokens if y_tokens is None else y_tokens
     title = title or safe(f"{y_title.capitalize()} × {x_title}")  # every chart says what it shows
@@ -88,13 +91,15 @@ def heatmap(matrix, x_tokens: list[str], y_tokens: list[str] | None = None, *, t
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                       line=dict(color=RED, width=4))
-    return fig
+    return figure_text.attach(fig, summary)
 
 
 def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors=None,
-              hover: list[str] | None = None, x_title: str = "probability", height: int | None = None) -> go.Figure:
+              hover: list[str] | None = None, x_title: str = "probability", height: int | None = None,
+              summary: str | None = None) -> go.Figure:
     """Horizontal bars, most likely at the top, values printed on the bars. Without a title, the chart is
-    titled after its values (every chart says what it shows)."""
+    titled after its values (every chart says what it shows); without a summary, its text alternative names
+    the first bars and their values."""
     title = title or safe(f"{x_title.capitalize()} of each of the {len(labels)} options")
     fig = go.Figure(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colors or BLUE,
                            text=[f"{v:.3g}" for v in values], textposition="auto",
@@ -102,19 +107,19 @@ def bar_chart(labels: list[str], values: list[float], *, title: str = "", colors
     style(fig, title, height or max(260, 80 + 34 * len(labels)))
     fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=16))
     fig.update_xaxes(title=x_title)
-    return fig
+    return figure_text.attach(fig, summary)
 
 
 def bars_side_by_side(panels: list[tuple[str, list[str], list[float]]], colour: str = BLUE,
-                      title: str = "") -> go.Figure:
+                      title: str = "", summary: str | None = None) -> go.Figure:
     """One horizontal bar chart per panel (title, labels, values), side by side. `title` (already safe)
     says what they show; without one, the chart is titled after its panels."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[safe(t) for t, _, _ in panels],
                         horizontal_spacing=0.08)
-    for i, (_, labels, values) in enumerate(panels):
-        fig.add_trace(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colour,
+    for i, (name, labels, values) in enumerate(panels):
+        fig.add_trace(go.Bar(x=values, y=unique_labels(labels), orientation="h", marker_color=colour, name=safe(name),
                              text=[f"{v:.3g}" for v in values], textposition="auto", textfont=dict(size=15),
                              showlegend=False), row=1, col=i + 1)
         fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=16), row=1, col=i + 1)
@@ -122,4 +127,5 @@ def bars_side_by_side(panels: list[tuple[str, list[str], list[float]]], colour: 
     title = title or safe("Side by side: " + ", ".join(t for t, _, _ in panels))
     # The panels' own titles sit under the chart's title.
     fig.update_annotations(yshift=4, font=dict(size=17, color="#111827"))
-    return style(fig, title, height=max(340, 130 + 36 * longest), margin=dict(l=10, r=10, t=100, b=10))
+    style(fig, title, height=max(340, 130 + 36 * longest), margin=dict(l=10, r=10, t=100, b=10))
+    return figure_text.attach(fig, summary)

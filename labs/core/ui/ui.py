@@ -14,7 +14,7 @@ from gradio.context import Context
 
 from labs.core.errors import message_for
 from labs.core.models import models
-from labs.core.ui import links
+from labs.core.ui import figure_text, links
 from labs.core.ui.escape import esc, md  # noqa: F401  (the tabs use ui.esc and ui.md)
 from labs.core.work import jobs, services
 
@@ -40,13 +40,15 @@ def to_gr_error(exc: Exception, *, for_browser: bool = True) -> gr.Error:
 def friendly(fn, *, for_browser: bool = True):
     """Show a handler's failures as a message in the UI (escaped: the toast renders HTML), or, with
     for_browser=False (API endpoints), as a plain-text error for the client. Works for plain
-    functions and for generators (streaming handlers), whose failures come while they run."""
+    functions and for generators (streaming handlers), whose failures come while they run.
+    For the browser, every chart it returns gets its text alternative (figure_text), if its lab gave none."""
+    shown = figure_text.ensure_in if for_browser else (lambda value: value)
     if inspect.isasyncgenfunction(fn):  # a handler that follows a shared job without holding a thread
         @functools.wraps(fn)
         async def following(*args, **kwargs):
             try:
                 async for value in fn(*args, **kwargs):
-                    yield value
+                    yield shown(value)
             except Exception as exc:
                 raise to_gr_error(exc, for_browser=for_browser) from None
 
@@ -55,17 +57,21 @@ def friendly(fn, *, for_browser: bool = True):
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def streaming(*args, **kwargs):
+            inner = fn(*args, **kwargs)
             try:
-                yield from fn(*args, **kwargs)
+                for value in inner:
+                    yield shown(value)
             except Exception as exc:
                 raise to_gr_error(exc, for_browser=for_browser) from None
+            finally:
+                inner.close()  # a cancelled stream (Stop) ends its handler now, as `yield from` did
 
         return streaming
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            return shown(fn(*args, **kwargs))
         except Exception as exc:
             raise to_gr_error(exc, for_browser=for_browser) from None
 
@@ -218,7 +224,7 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
     names = [c.name for c in ordered]
     info = f"{ordered[0].description}. Offline fallbacks and LAB_EXTRA_MODELS appear here too." if ordered else ""
     return gr.Dropdown(choices=names, value=names[0] if names else None, label=label,
-                       info=info or "No model of this kind is available here.",
+                       info=info or "No model of this kind is available here.", elem_classes=["lab-model-picker"],
                        allow_custom_value=True)  # API callers may name any model; load() explains misses
 
 
@@ -236,11 +242,12 @@ DOWNLOAD_JS = """(value) => {
 
 
 def result_json() -> gr.JSON:
-    """The collapsed box under a result that shows it as the API returns it (copy, or download from
-    its toolbar: Gradio moves the button there)."""
-    button = gr.Button("⬇ JSON", size="sm")
-    box = gr.JSON(label="Result (as the API returns it)", open=False, elem_classes=["lab-result-json"],
-                  buttons=["copy", button])
+    """The result as the API returns it, folded under a result: one tab stop (the fold's header) until a
+    student opens it, not one per node of the JSON tree. Opened: copy, or download from its toolbar (Gradio
+    moves the button there)."""
+    with gr.Accordion("Result (as the API returns it)", open=False, elem_classes=["lab-result-json"]):
+        button = gr.Button("⬇ JSON", size="sm")
+        box = gr.JSON(show_label=False, open=False, buttons=["copy", button])
     button.click(None, box, None, js=DOWNLOAD_JS, api_visibility="private")
     return box
 

@@ -1,0 +1,73 @@
+"""A student's phone (390×844, touch, Chromium's mobile mode): every lab opened by its link fits the width,
+shows every tab name whole, and has its default example's main result within the first two screens; the
+status line and the explainer fold behind buttons; the desktop keeps them open. The screenshots (the first
+two screens of every lab) go to tests/screenshots/phone-<lab>.png; assets/screenshots/phone/ holds a set."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SCREENSHOTS
+from walks import LABS, PHONE, charts, open_lab, phone_figures
+
+SCREEN = PHONE["viewport"]["height"]
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(**PHONE)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.mark.parametrize("lab", LABS, ids=[lab.id for lab in LABS])
+def test_every_lab_fits_a_phone_with_its_main_result_in_two_screens(phone, app_server, lab):
+    open_lab(phone, app_server["url"], lab)
+    figures = phone_figures(phone, lab)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    phone.screenshot(path=str(SCREENSHOTS / f"phone-{lab.id}.png"), full_page=True,
+                     clip={"x": 0, "y": 0, "width": 390, "height": 2 * SCREEN})
+    assert figures["overflow"] <= 0, f"{lab.title} scrolls sideways by {figures['overflow']} px"
+    assert figures["cut"] == [] and figures["behind_menu"] == [], figures
+    main = phone.locator(lab.result).locator("visible=true").first.bounding_box()
+    top = main["y"] + phone.evaluate("() => scrollY")
+    # At least its first 100 px (a chart's title and top, a result's first lines) on the second screen.
+    assert top + min(main["height"], 100) <= 2 * SCREEN, f"{lab.title}'s main result starts at {top:.0f} px"
+    for chart in charts(phone):  # resized to the phone's width
+        assert chart["name"] and chart["summary"], chart
+    widths = phone.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => e.offsetParent)"
+                            ".map(e => e.getBoundingClientRect().right)")
+    assert all(right <= 390 for right in widths), widths
+
+
+def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(phone, app_server):
+    open_lab(phone, app_server["url"], LABS[0])
+    title, toggle = phone.locator("#lab-header h1"), phone.get_by_role("button", name="Presenter view")
+    assert abs(title.bounding_box()["y"] + title.bounding_box()["height"] / 2
+               - toggle.bounding_box()["y"] - toggle.bounding_box()["height"] / 2) < 24  # one line
+    explainer = phone.locator(".lab-explainer:visible").first
+    assert not explainer.locator(".prose").is_visible()
+    button = explainer.get_by_role("button", name="What is this?")
+    assert button.get_attribute("aria-expanded") == "false"
+    button.click()
+    assert button.get_attribute("aria-expanded") == "true" and explainer.locator(".prose").is_visible()
+    status = phone.get_by_role("button", name="Device and models")
+    assert not phone.locator("#lab-status .prose").is_visible()
+    status.click()
+    phone.locator("#lab-status .prose").wait_for()
+    assert "Device:" in phone.locator("#lab-status .prose").inner_text()
+
+
+def test_the_desktop_keeps_the_explainer_and_status_open_without_fold_buttons(page):
+    assert page.locator(".lab-explainer .prose").first.is_visible()
+    page.locator("#lab-status .prose").wait_for()
+    assert page.locator(".lab-fold-toggle:visible").count() == 0
+    assert page.locator(".lab-phone-note:visible").count() == 0
+
+
+def test_bertviz_gives_way_to_the_heatmaps_on_a_phone_with_a_note(phone, app_server):
+    lab = next(lab for lab in LABS if lab.id == "attention")
+    open_lab(phone, app_server["url"], lab)
+    assert phone.locator("iframe.lab-bertviz:visible").count() == 0
+    note = phone.locator(".lab-phone-note:visible")
+    assert note.count() == 1 and "the heatmaps below show the same attention weights" in note.inner_text()
+    assert phone.locator(".js-plotly-plot:visible").count() >= 2

@@ -1,0 +1,209 @@
+"""Walks over every lab as a student without a laptop, a mouse or sight of the chart would make them, in a
+real Chromium: a phone (390×844, touch), the keyboard alone, a screen reader's view of the charts. The
+browser tests (tests/test_phone.py, tests/test_keyboard.py) assert on these figures; run as a script, it
+prints them for an app that is already running (the figures before and after a change):
+
+    python -m tests.walks http://127.0.0.1:7860/ [--labs tokens,masks] [--keyboard]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass
+
+PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, device_scale_factor=1)
+DESKTOP = dict(viewport={"width": 1280, "height": 900})
+
+
+@dataclass(frozen=True)
+class Lab:
+    """How a student uses a lab: its input (a label), its run button, and its main result (a selector)."""
+    id: str
+    title: str
+    input: str
+    run: str
+    result: str
+    first: str  # what the lab draws first when it opens (its default example)
+    ran: str = ""  # where the run button's result is drawn, when it is not the main result
+
+
+LABS = (
+    Lab("tokens", "Tokens", "Your text", "Split it", ".lab-token-row", ".lab-token-row"),
+    Lab("embeddings", "Embeddings", "Sentences that share a word (one per line; optional | sense)",
+        "Compare the vectors", ".js-plotly-plot", ".js-plotly-plot"),
+    Lab("attention", "Attention", "Sentence A", "Show attention", ".js-plotly-plot", ".js-plotly-plot", "text=Answered by"),
+    Lab("masks", "Masks", "Your sentence", "Show the masks", ".js-plotly-plot", ".js-plotly-plot"),
+    Lab("fill_mask", "Fill in the blank", "Your sentence (write [MASK] or ___ for a blank)", "Predict the blanks",
+        ".js-plotly-plot", ".js-plotly-plot"),
+    Lab("next_token", "Next token", "Prompt", "Show the next-token distribution", "#nt-chart .js-plotly-plot",
+        "#nt-chart .js-plotly-plot"),
+    Lab("pretraining", "Pre-training", "Your paragraph (two sentences or more)", "Build the five training examples",
+        "text=Training signal:", "text=Training signal:"),
+    Lab("choosing", "Choosing a model", "Template: {occupation} once, [MASK] where the pronoun goes", "Probe",
+        ".lab-cards table", "text=What this shows, and what it does not"),
+    Lab("finetune", "Fine-tune", "Learning rate", "Fine-tune", "#ft-curves", "text=Trainable:"),
+    Lab("cost", "Cost & scale", "N: parameters (110M, 7B, 7e9)", "Compute the cost", ".lab-cost-result",
+        ".js-plotly-plot:visible >> nth=3"),
+    Lab("part_b", "Part A & B workbook", "5 skills", "Show the evidence", "#lab-part-b-card h3", "#lab-part-b-card h3",
+        "#lab-part-b-evidence"),
+)
+BY_ID = {lab.id: lab for lab in LABS}
+
+# Elements the Tab key stops at, as the browser decides (tabIndex >= 0, rendered, not disabled).
+TABBABLE_JS = """(root) => [...(root || document).querySelectorAll(
+  'a[href], button, input, select, textarea, summary, iframe, [tabindex], [contenteditable="true"]')]
+  .filter(e => !e.disabled && e.tabIndex >= 0 && e.getClientRects().length
+          && getComputedStyle(e).visibility !== 'hidden' && !e.closest('[inert]'))"""
+
+PHONE_JS = """() => {
+  const shown = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const tabs = [...document.querySelectorAll('[role=tablist] button[role=tab]')].filter(shown);
+  const menus = [...document.querySelectorAll('.overflow-menu')].filter(shown);
+  const plot = [...document.querySelectorAll('.js-plotly-plot')].find(shown);
+  return {height: document.documentElement.scrollHeight, overflow: document.documentElement.scrollWidth - innerWidth,
+          first_chart_y: plot ? Math.round(plot.getBoundingClientRect().top + scrollY) : null,
+          cut: tabs.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent.trim()),
+          behind_menu: menus.flatMap(m => [...m.querySelectorAll('.overflow-dropdown button')].map(b => b.textContent.trim()))};
+}"""
+
+# What a screen reader has of each visible chart: its name, its description, a table of its numbers.
+CHARTS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => e.getClientRects().length
+    && e.getBoundingClientRect().height > 0).map(plot => {
+  const described = (plot.getAttribute('aria-describedby') || '').split(' ').filter(Boolean)
+    .map(id => document.getElementById(id)).filter(Boolean).map(e => e.textContent.trim()).join(' ');
+  const box = plot.parentElement.querySelector(':scope > .lab-figure-text');
+  const table = box && box.querySelector('table');
+  return {role: plot.getAttribute('role'), name: plot.getAttribute('aria-label') || '', summary: described,
+          control: box ? (box.querySelector('summary') || {}).textContent || '' : '',
+          rows: table ? [...table.querySelectorAll('tr')].map(r => [...r.cells].map(c => c.textContent)) : []};
+})"""
+
+
+def open_lab(page, url: str, lab: Lab, query: str = "") -> None:
+    """Open a lab by its link and wait until its default example is drawn."""
+    page.goto(f"{url}?tab={lab.id}{query}", wait_until="load")
+    page.get_by_role("tab").first.wait_for(timeout=90000)
+    page.locator(lab.first).locator("visible=true").first.wait_for(timeout=180000)
+    settle(page)
+
+
+def settle(page) -> None:
+    """Wait until no event is running (the tab's other outputs have landed and plotly has drawn them)."""
+    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar')", timeout=180000)
+    page.wait_for_timeout(300)  # plotly draws in the next frames
+
+
+def phone_figures(page, lab: Lab) -> dict:
+    """Height, sideways overflow, the cut tab names, and where the first chart and the main result are."""
+    figures = page.evaluate(PHONE_JS)
+    main = page.locator(lab.result).locator("visible=true").first
+    box = main.bounding_box() if main.count() else None
+    scroll = page.evaluate("() => scrollY")
+    figures["main_y"] = round(box["y"] + scroll) if box else None
+    figures["screens"] = round(figures["height"] / page.viewport_size["height"], 1)
+    return figures
+
+
+def charts(page) -> list[dict]:
+    return page.evaluate(CHARTS_JS)
+
+
+def json_box_stops(page) -> list[int]:
+    """The tab stops inside each visible "Result (as the API returns it)" box."""
+    return page.evaluate(f"() => [...document.querySelectorAll('.lab-result-json')].filter(e => e.getClientRects()"
+                         f".length).map(e => ({TABBABLE_JS})(e).length)")
+
+
+def focusable_count(page) -> int:
+    return page.evaluate(f"() => ({TABBABLE_JS})(document).length")
+
+
+DESCRIBE_FOCUS = """() => { const e = document.activeElement; if (!e || e === document.body) return null;
+  return {tag: e.tagName, text: (e.getAttribute('aria-label') || e.innerText || e.value || '').trim().slice(0, 60),
+          label: e.labels && e.labels[0] ? e.labels[0].innerText.trim() : ''}; }"""
+
+
+def press_until(page, key: str, test_js: str, arg=None, limit: int = 400) -> int | None:
+    """Press a key until test_js(document.activeElement, arg) holds: the number of presses (None: never)."""
+    for n in range(1, limit + 1):
+        page.keyboard.press(key)
+        if page.evaluate(f"(arg) => ({test_js})(document.activeElement, arg)", arg):
+            return n
+    return None
+
+
+IS_INPUT = """(e, label) => !!e && ['INPUT', 'TEXTAREA'].includes(e.tagName)
+  && ([...(e.labels || [])].some(l => l.innerText.trim() === label) || e.getAttribute('aria-label') === label)
+  || !!e && !!e.closest && !!e.closest('label') && e.closest('label').innerText.trim().startsWith(label)"""
+IS_BUTTON = "(e, name) => !!e && e.tagName === 'BUTTON' && e.innerText.trim() === name"
+# At or past the result, in the order the page reads (the result itself may hold no focusable element).
+AT_RESULT = """(e, r) => !!e && !!r && (r.contains(e) || !!(r.compareDocumentPosition(e) & Node.DOCUMENT_POSITION_FOLLOWING))"""
+
+
+def keyboard_walk(page, lab: Lab) -> dict:
+    """From the top of the page, with keys alone: reach the lab's input (Tab), change it (type), reach its run
+    button (Tab), run it (Enter), reach its result (Tab). The number of key presses of each step."""
+    page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    walk = {"to_input": press_until(page, "Tab", IS_INPUT, lab.input)}
+    if walk["to_input"] is None:
+        return walk
+    focused = page.evaluate("() => document.activeElement.tagName")
+    if focused in ("INPUT", "TEXTAREA") and page.evaluate("() => document.activeElement.getAttribute('role')") != "combobox":
+        page.keyboard.press("End")
+        page.keyboard.type(" ")
+    walk["to_run"] = press_until(page, "Tab", IS_BUTTON, lab.run) if lab.run else 0
+    if walk["to_run"] is None:
+        return walk
+    with page.expect_request(lambda r: "/gradio_api/queue/join" in r.url or "/gradio_api/run/" in r.url, timeout=30000):
+        page.keyboard.press("Enter")
+    settle(page)
+    result = page.locator(lab.ran or lab.result).locator("visible=true").first.element_handle(timeout=180000)
+    walk["to_result"] = press_until(page, "Tab", AT_RESULT, result, limit=60)
+    return walk
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("url")
+    parser.add_argument("--labs", default=",".join(BY_ID))
+    parser.add_argument("--keyboard", action="store_true", help="also walk every lab with the keyboard (slow)")
+    parser.add_argument("--screenshots", help="a folder for each lab's phone screenshot (its first two screens)")
+    parser.add_argument("--result", action="append", default=[], metavar="LAB=SELECTOR",
+                        help="another main result for a lab (an older version of the app names it differently)")
+    args = parser.parse_args()
+    for override in args.result:
+        lab_id, selector = override.split("=", 1)
+        BY_ID[lab_id] = dataclasses.replace(BY_ID[lab_id], result=selector)
+    out = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        for lab in (BY_ID[i] for i in args.labs.split(",")):
+            context = browser.new_context(**PHONE)
+            page = context.new_page()
+            open_lab(page, args.url, lab)
+            row = {"phone": phone_figures(page, lab), "charts": charts(page)}
+            if args.screenshots:  # the first two screens: where the main result must be
+                page.screenshot(path=f"{args.screenshots}/{lab.id}.png", full_page=True,
+                                clip={"x": 0, "y": 0, "width": 390, "height": 2 * 844})
+            context.close()
+            context = browser.new_context(**DESKTOP)
+            page = context.new_page()
+            open_lab(page, args.url, lab)
+            row["focusable"] = focusable_count(page)
+            row["json_stops"] = json_box_stops(page)
+            if args.keyboard:
+                row["keys"] = keyboard_walk(page, lab)
+            context.close()
+            labelled = sum(bool(c["name"] and c["summary"]) for c in row["charts"])
+            print(json.dumps({lab.title: {**row, "charts": f"{labelled} of {len(row['charts'])} labelled"}}), flush=True)
+            out[lab.id] = row
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
