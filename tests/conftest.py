@@ -234,6 +234,22 @@ def page(browser, app_server):
     context.close()
 
 
+@pytest.fixture
+def patient_page(browser, app_server):
+    """conftest's page, waiting longer for the first page: on a machine other jobs keep busy, this long tab
+    (and the page) can take more than the usual 30 s to draw. Outside requests are recorded as there."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    page.set_default_timeout(180000)  # waits for states, never for time: only the patience is longer
+    page.outside_requests = []
+    page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
+            else page.outside_requests.append(r.url))
+    page.goto(app_server["url"], wait_until="load")
+    page.get_by_role("tab").first.wait_for()
+    yield page
+    context.close()
+
+
 def tab_groups() -> list[tuple[str, list[str]]]:
     """The tab bar as app.py groups it: [(group title, [lab titles])]."""
     import app

@@ -12,7 +12,6 @@ import pytest
 import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
-from test_forward_steps import patient_page  # noqa: F401  (the fixture)
 
 from labs.attention import cost, layers
 from labs.attention import long_document as ld

@@ -277,22 +277,6 @@ def test_every_quote_is_the_courses_own_text_under_its_section():
 # ------------------------------------------------------------ API and browser
 
 
-@pytest.fixture
-def patient_page(browser, app_server):
-    """conftest's page, waiting longer for the first page: on a machine other jobs keep busy, this long tab
-    (and the page) can take more than the usual 30 s to draw. Outside requests are recorded as there."""
-    context = browser.new_context(viewport={"width": 1400, "height": 2400})
-    page = context.new_page()
-    page.set_default_timeout(180000)  # waits for states, never for time: only the patience is longer
-    page.outside_requests = []
-    page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
-            else page.outside_requests.append(r.url))
-    page.goto(app_server["url"], wait_until="load")
-    page.get_by_role("tab").first.wait_for()
-    yield page
-    context.close()
-
-
 def test_forward_steps_api(client, tiny_models):
     result = client.predict("The cat sat on the [MASK].", tiny_models["masked"], 1, 2, "", None,
                             api_name="/forward_steps")
