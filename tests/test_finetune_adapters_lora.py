@@ -15,7 +15,7 @@ from labs.core.models import models
 from labs.finetune import adapters_lora as al
 from labs.finetune import bottleneck, strategies, tab_adapters
 from labs.finetune.data import builtin_data
-from labs.finetune.training import Batcher
+from labs.finetune.training import EncodedSentences
 
 COURSE = Path(__file__).resolve().parents[2] / "shared" / "course"
 TEXTBOOK = "003_4e137ff2e23b0b86.txt"
@@ -28,7 +28,7 @@ def classifier(name: str):
 def validation_logits(model, tokenizer, n: int = 16):
     import torch
 
-    batch = Batcher(tokenizer, builtin_data().validation[:n], "cpu").batch(range(n))
+    batch = EncodedSentences(tokenizer, builtin_data().validation[:n], "cpu").batch(range(n))
     model.eval()
     with torch.no_grad():
         return model(**batch).logits
@@ -147,8 +147,8 @@ def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
         page.get_by_text(tab_adapters.TITLE).click()
         page.get_by_role("button", name=tab_adapters.BUTTON).click()
         panel = page.locator("#ft-adapters")
-        panel.get_by_text("LoRA merged (merge_and_unload)").wait_for(timeout=300000)
+        panel.get_by_text("LoRA merged (merge_and_unload)").first.wait_for(timeout=300000)
         panel.get_by_text("Merged, LoRA gives the same predictions on 88 of 88").wait_for(timeout=60000)
-        panel.get_by_text("LoRA merged (merge_and_unload)").scroll_into_view_if_needed()
+        panel.get_by_text("LoRA merged (merge_and_unload)").first.scroll_into_view_if_needed()
         screenshot(page, f"finetune_adapters_{width}")
         context.close()

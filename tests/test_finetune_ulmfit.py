@@ -121,7 +121,7 @@ def test_on_the_real_smollm2_a_short_middle_stage_and_a_classifier():
     list(ulmfit.middle_stage(model, loaded.tokenizer, TEXTS, plan, []))  # two steps on 16 reviews
     assert ulmfit.lm_loss(model, loaded.tokenizer, held_out, "causal", 0) != before
     clf = ulmfit.classifier_from(model, loaded.tokenizer, 2, 0)
-    probs = training.evaluate(clf, training.Batcher(loaded.tokenizer, builtin_data().validation[:8], "cpu"))[2]
+    probs = training.evaluate(clf, training.EncodedSentences(loaded.tokenizer, builtin_data().validation[:8], "cpu"))[2]
     assert len(probs) == 8 and all(abs(sum(p) - 1) < 1e-5 for p in probs)
     assert type(clf).__name__ == "LlamaForSequenceClassification"
 

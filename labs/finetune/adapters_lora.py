@@ -125,6 +125,8 @@ def measure_adapter(out: dict):
 
 def measure_lora(out: dict):
     def measure(model, tokenizer, val_set):
+        import torch
+
         sentence = one_sentence(val_set)
         out["trainable_params"], out["total_params"] = model.get_nb_trainable_parameters()
         out["lora_params"] = sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
@@ -133,7 +135,7 @@ def measure_lora(out: dict):
         before, out["ms_unmerged"] = logits(model, val_set), ms_per_prediction(model, sentence)
         merged = model.merge_and_unload()  # W ← W + (α/r)·B·A in every adapted layer; the LoRA modules are gone
         after, out["ms_merged"] = logits(merged, val_set), ms_per_prediction(merged, sentence)
-        labels = val_set.labels
+        labels = torch.tensor(val_set.labels)
         out.update(max_logit_difference=float((before - after).abs().max()),
                    same_predictions=int((before.argmax(-1) == after.argmax(-1)).sum()), validation=len(labels),
                    accuracy_unmerged=float((before.argmax(-1) == labels).float().mean()),

@@ -182,8 +182,8 @@ def fine_tune(classifier, tokenizer, plan: Plan, data, phase: str, stop=None) ->
     a Step per update; returns {"accuracy", "history", "eval"} on the validation reviews."""
     s = plan.settings(TASK_RATE, plan.epochs)
     device = str(next(classifier.parameters()).device)
-    train_set = training.Batcher(tokenizer, take_train(data, plan.labelled, plan.seed), device)
-    val_set = training.Batcher(tokenizer, data.validation, device)
+    train_set = training.EncodedSentences(tokenizer, take_train(data, plan.labelled, plan.seed), device)
+    val_set = training.EncodedSentences(tokenizer, data.validation, device)
     total = math.ceil(len(train_set) / BATCH) * plan.epochs
     optimizer, scheduler = training.make_optimizer(classifier, s, total)
     history, evals, started, step = [], [], time.perf_counter(), 0
