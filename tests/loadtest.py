@@ -130,9 +130,10 @@ def clients(url: str, n: int) -> list:
         return list(pool.map(lambda _: Client(url, verbose=False, ssl_verify=False), range(n)))
 
 
-def run_load(url: str, endpoint: str, args_for, n: int) -> Load:
-    """n clients, each with its own connection, send one request at the same moment."""
-    pool = clients(url, n)
+def run_load(url: str, endpoint: str, args_for, n: int, pool: list | None = None) -> Load:
+    """n clients, each with its own connection, send one request at the same moment. `pool`: clients made
+    beforehand (a client's making reads the app's whole config, which costs the server more than a request)."""
+    pool = pool or clients(url, n)
     barrier = threading.Barrier(n)
     results: list = [None] * n
 

@@ -148,7 +148,8 @@ def build_panel(demo: gr.Blocks) -> Panel:
     state_inputs = [hooks.membership]
     ui.wire(demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
     ui.wire(panel.timer.tick, on_tick, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
-    ui.wire([send.click, word.submit], on_send, [panel.page, word, choice], status, show_progress="minimal")
+    ui.wire([send.click, word.submit], on_send, [panel.page, word, choice], status, queue=False,
+            show_progress="minimal")  # a row in the database: no queue (labs/classroom/tab.py)
     ui.wire(leave.click, lambda: (None, gr.update(visible=False), gr.Timer(active=False)), None,
             [panel.page, column, panel.timer], queue=False).then(None, js=LEAVE_JS)
     return panel
