@@ -45,9 +45,10 @@
     document.body.prepend(link);
   }
 
-  // A table that scrolls sideways (on a phone, assets/lab.css) must be reachable by the keyboard to be scrolled.
+  // A table that scrolls (sideways on a phone, assets/lab.css; a long Dataframe inside its own viewport) must be
+  // reachable by the keyboard to be scrolled (axe: scrollable-region-focusable).
   function scrollable(table) {
-    const scrolls = table.scrollWidth > table.clientWidth + 1;
+    const scrolls = table.scrollWidth > table.clientWidth + 1 || table.scrollHeight > table.clientHeight + 1;
     if (scrolls && !table.hasAttribute("tabindex")) {
       table.tabIndex = 0;
       table.dataset.labScroll = "1";
@@ -101,7 +102,8 @@
 
   function scan() {
     document.querySelectorAll(".gradio-container .lab-secondary").forEach(foldSecondary);
-    document.querySelectorAll(".gradio-container .prose table").forEach(scrollable);
+    document.querySelectorAll(".gradio-container .prose table, .gradio-container .virtual-table-viewport")
+      .forEach(scrollable);
     const status = document.getElementById("lab-status");
     if (status) foldButton(status, "Device and models");
     document.querySelectorAll(".lab-explainer").forEach((block) => foldButton(block, "What is this?"));
