@@ -4,7 +4,9 @@ it names."""
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,38 @@ def test_a_misfiled_quote_fails():
     assert not any(quote.text in "\n".join(lines[a:b]) for a, b in sections(cq.LECTURE, "BERT's Special Tokens"))
     assert not any(cq.get("adapters_0").text in "\n".join(lines_of(cq.TEXTBOOK)[a:b])
                    for a, b in sections(cq.TEXTBOOK, "20.14.2 LoRA: Low-Rank Adaptation"))
+
+
+# ---- no course text in quotation marks outside the table ---------------------------------------------------
+LABS = Path(__file__).resolve().parents[1] / "labs"
+# The handout's own questions, shown as the workbook's questions (tests/test_part_b.py checks each verbatim)
+QUESTIONS = {"part_b/questions.py"}
+# The worked examples' input sentences, typed into the models (inputs, not claims the course makes)
+EXAMPLE_INPUTS = {"The cat sat on the mat", "The [MASK] sat on the mat", "The cat sat on the ____",
+                  "barked loudly at the mailman"}
+MIN_CHARS = 20  # shorter “…” spans are words and names (“Washington”, “the”), which every document also has
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_no_lab_quotes_the_course_outside_the_table():
+    """Every “…” span of 20 characters or more in a lab's strings that is the course's text must be (part of) a
+    table entry, so that it is checked under its heading. This finds verbatim course text only: a paraphrase
+    in quotation marks is not the documents' text, and needs a reader."""
+    documents = flat(" ".join((cq.COURSE_DIR / f).read_text() for f in cq.FILES.values()))
+    entries = [flat(q.text) for q in cq.QUOTES]
+    outside = []
+    for path in sorted(LABS.rglob("*.py")):
+        name = path.relative_to(LABS).as_posix()
+        if name == "core/ui/course_quotes.py" or name in QUESTIONS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            for span in map(flat, re.findall(r"“([^”]+)”", node.value)):
+                if (len(span) >= MIN_CHARS and span in documents and span not in EXAMPLE_INPUTS
+                        and not HEADING.match(span) and not any(span in entry for entry in entries)):
+                    outside.append((name, node.lineno, span))
+    assert outside == []

@@ -121,7 +121,8 @@ def wordpiece_textbook() -> Row:
 def qa_indices() -> Row:
     row = Row("qa_indices", "Answer span indices", "finetune")
     tok, used = bert_tokenizer()
-    note = ("The sheet says start “index 5: \"Paris\"”, end “index 8: \"France\"”. Counting from 0, index 5 is "
+    note = (f"The sheet says start “{course_quotes.text('course_qa_start')}”, end "
+            f"“{course_quotes.text('course_qa_end')}”. Counting from 0, index 5 is "
             "[SEP]; and “Where is Paris?” is answered by “France” alone, not “Paris is in France”.")
     if tok is None:
         row.note = note
@@ -238,7 +239,8 @@ def bert_hardware() -> Row:
     return Row("bert_hardware", "BERT's hardware", "cost", DIFFERS,
                "Devlin et al. 2019: BERT-base on 4 Cloud TPUs (16 TPU chips), BERT-large on 16 Cloud TPUs (64 "
                "chips), 4 days each", "the cited paper",
-               "64 chips was BERT-large; the textbook (20.2.6) gives BERT-large “16 TPU v3 chips”, which was "
+               "64 chips was BERT-large; the textbook (20.2.6) gives BERT-large “" + course_quotes.text("course_tpu_v3")
+               + "”, which was "
                "BERT-base's count.")
 
 
@@ -306,7 +308,8 @@ def lora_percent() -> Row:
     return Row("lora_percent", "LoRA's share", "finetune", DIFFERS,
                f"r·(d_in + d_out) = {added:,}: {100 * added / d ** 2:.2f} % of the 768 × 768 matrix, "
                f"{100 * added / 110e6:.4f} % of BERT-base (110M)", "the LoRA formula (peft counts the same)",
-               "340M parameters is BERT-large, whose width is 1024, not 768 (BERT-base, 110M): “% of original” "
+               "340M parameters is BERT-large, whose width is 1024, not 768 (BERT-base, 110M): the handout's "
+               "“" + course_quotes.text("course_lora_percentage") + "” "
                "is ambiguous. Fine-tune's LoRA calculator counts with peft.")
 
 
