@@ -104,7 +104,8 @@ def wordpiece_lecture() -> Row:
     row = splits(Row("wordpiece_lecture", "WordPiece splits", "tokens"),
                  [("playing", ["play", "##ing"]), ("unhappiness", ["un", "##happiness"]),
                   ("COVID", ["CO", "##VI", "##D"])])
-    row.note = ("The slide also gives “playing” → [“play”, “##ing”] and “COVID” → [“CO”, “##VI”, “##D”]. A frequent "
+    row.note = (f"The slide also gives {course_quotes.text('course_wordpiece_playing')[2:]} and "
+                f"{course_quotes.text('course_wordpiece_covid')[2:]}. A frequent "
                 "word is one token (“playing”); “##happiness” is not in the 30,522-entry vocabulary; an uncased "
                 "tokenizer lower-cases “COVID” first.")
     return row
@@ -113,7 +114,8 @@ def wordpiece_lecture() -> Row:
 def wordpiece_textbook() -> Row:
     row = splits(Row("wordpiece_textbook", "WordPiece splits", "tokens"),
                  [("embeddings", ["embed", "##ding", "##s"]), ("Washington", ["wash", "##ing", "##ton"])])
-    row.note = ("20.6.4 also splits “Washington” into [\"Wash\", \"##ing\", \"##ton\"]; in the uncased vocabulary it is one "
+    row.note = (f"20.6.4 also splits: “{course_quotes.text('course_wordpiece_washington')}”; in the uncased vocabulary "
+                "“Washington” is one "
                 "token. The splits depend on the vocabulary: measure, do not assume.")
     return row
 
@@ -260,7 +262,8 @@ def masking_expectation() -> Row:
 
 
 def update_rule() -> Row:
-    return Row("update_sign", "The fine-tuning update", "finetune", DIFFERS, "θ − α·∇θL (torch.optim.SGD subtracts the gradient)", "the library",
+    return Row("update_sign", "The fine-tuning update", "finetune", DIFFERS,
+               "θ − α·∇θL (torch.optim.SGD subtracts the gradient)", "the library",
                "Gradient descent steps against the gradient; with + the loss grows.")
 
 

@@ -69,7 +69,8 @@ QUOTES = (
     Quote('course_mask_five', HANDOUT, "B1: BERT's Masked Language Modeling",
           'If we mask 15% (1 token), and choose position 2 ("brown"):'),
     Quote('course_update_sign', HANDOUT, 'B3: Fine-tuning Mathematics',
-          '$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} L_{\\text{task}}$$'),
+          '$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} '
+          'L_{\\text{task}}$$'),
     Quote('course_hidden_index', HANDOUT, "B2: GPT's Autoregressive Modeling",
           'where h_t is the hidden state at position t.'),
     Quote('course_lora_percent', HANDOUT, 'B6: Advanced Concepts',
@@ -99,6 +100,12 @@ QUOTES = (
           '16 TPU v3 chips'),
     Quote('prompt_tuning', SUMMARY, 'Fine-tuning Strategies',
           '| Prompt tuning | Soft prompts only | Very large models |'),
+    Quote('course_wordpiece_playing', LECTURE, 'WordPiece: Subword Units',
+          '- “playing” → [“play”, “##ing”]'),
+    Quote('course_wordpiece_covid', LECTURE, 'WordPiece: Subword Units',
+          '- “COVID” → [“CO”, “##VI”, “##D”]'),
+    Quote('course_wordpiece_washington', TEXTBOOK, '20.6.4 Token Classification (Named Entity Recognition)',
+          'the word "Washington" might be tokenized as ["Wash", "##ing", "##ton"]'),
     # Cost & scale, "The course's figures, checked" (labs/cost/course.py)
     Quote('cost_bert', LECTURE, "BERT's Two Pre-training Objectives",
           '- Cost: \\$7,000 compute'),
@@ -118,7 +125,8 @@ QUOTES = (
     Quote('partb_a3', HANDOUT, 'A3: The Prediction Game',
           'BERT-style (fill blanks using all context) and GPT-style (predict what comes next)'),
     Quote('partb_forgetting', TEXTBOOK, '20.6.6 Fine-Tuning Hyperparameters',
-          'Large learning rates would destroy the pre-trained representations---a phenomenon called catastrophic forgetting.'),
+          'Large learning rates would destroy the pre-trained representations---a phenomenon called catastrophic '
+          'forgetting.'),
     Quote('partb_hyper_title', LECTURE, 'Fine-tuning: The Mechanics',
           'Hyperparameters:'),
     Quote('partb_batch', LECTURE, 'Fine-tuning: The Mechanics',
@@ -144,7 +152,8 @@ QUOTES = (
     Quote('partb_gpt_summarization', LECTURE, 'BERT vs GPT: When to Use Each',
           'Text summarization (generative)'),
     Quote('partb_use_t5', TEXTBOOK, '20.10.7 T5 vs. BERT: When to Use Each',
-          'Use T5 when: - Your task requires generating variable-length text output (summarization, translation, open-ended QA).'),
+          'Use T5 when: - Your task requires generating variable-length text output (summarization, translation, '
+          'open-ended QA).'),
     Quote('partb_open_qa', TEXTBOOK, '20.10.7 T5 vs. BERT: When to Use Each',
           'open-ended QA'),
     Quote('t5_new_prefix', TEXTBOOK, '20.10.7 T5 vs. BERT: When to Use Each',
@@ -153,30 +162,44 @@ QUOTES = (
     Quote('attention_steps_0', TEXTBOOK, '20.2.2 Architecture',
           'Segment embeddings: Distinguish between Sentence A and Sentence B (for sentence-pair tasks).'),
     Quote('attention_steps_1', TEXTBOOK, '20.2.2 Architecture',
-          'Position embeddings: Learned absolute position embeddings (unlike the sinusoidal encodings we implemented in Chapter 18).'),
+          'Position embeddings: Learned absolute position embeddings (unlike the sinusoidal encodings we '
+          'implemented in Chapter 18).'),
     Quote('attention_steps_2', TEXTBOOK, '20.2.5 BERT Architecture Walkthrough',
-          'Multi-head self-attention (as we built in Chapter 18): Each token attends to every other token, producing a context-aware representation. BERT-Base uses 12 attention heads, each operating on 64 dimensions.'),
+          'Multi-head self-attention (as we built in Chapter 18): Each token attends to every other token, '
+          'producing a context-aware representation. BERT-Base uses 12 attention heads, each operating on 64 '
+          'dimensions.'),
     Quote('attention_steps_3', TEXTBOOK, '20.2.5 BERT Architecture Walkthrough',
-          'The masked positions feed into the MLM prediction head (a linear layer + GELU + LayerNorm + linear layer projecting to vocabulary size).'),
+          'The masked positions feed into the MLM prediction head (a linear layer + GELU + LayerNorm + linear '
+          'layer projecting to vocabulary size).'),
     Quote('attention_cost_0', SUMMARY, 'BERT Architecture',
           'Attention is O(n²) in sequence length'),
     Quote('attention_long_0', TEXTBOOK, '20.11.2 Handling Long Documents',
           'BERT and its variants are limited to 512 tokens. For longer documents:'),
     Quote('attention_long_1', TEXTBOOK, '20.11.2 Handling Long Documents',
-          'Truncation: Simply cut the text at 512 tokens (loses information). Use head truncation for tasks where the beginning is most informative (news articles) or tail truncation for tasks where the end matters (reviews with a concluding sentence). Head+tail truncation (keeping the first 128 and last 384 tokens) often outperforms either alone.'),
+          'Truncation: Simply cut the text at 512 tokens (loses information). Use head truncation for tasks where '
+          'the beginning is most informative (news articles) or tail truncation for tasks where the end matters '
+          '(reviews with a concluding sentence). Head+tail truncation (keeping the first 128 and last 384 tokens) '
+          'often outperforms either alone.'),
     Quote('attention_long_2', TEXTBOOK, '20.11.2 Handling Long Documents',
-          'Chunking: Split the document into overlapping chunks, process each separately, and aggregate predictions.'),
+          'Chunking: Split the document into overlapping chunks, process each separately, and aggregate '
+          'predictions.'),
     Quote('attention_long_3', TEXTBOOK, '20.11.2 Handling Long Documents',
-          'Practical tip: Before using a specialized long-document model, check whether simple truncation or chunking achieves acceptable performance. For many tasks (sentiment classification, intent detection), the first 512 tokens contain sufficient information, and the engineering complexity of long-range models is not warranted.'),
+          'Practical tip: Before using a specialized long-document model, check whether simple truncation or '
+          'chunking achieves acceptable performance. For many tasks (sentiment classification, intent detection), '
+          'the first 512 tokens contain sufficient information, and the engineering complexity of long-range '
+          'models is not warranted.'),
     # Fine-tune: adapters and LoRA, the gradient step, data efficiency, ULMFiT, recipes
     Quote('adapters_0', TEXTBOOK, '20.14.3 Adapters and Prefix Tuning',
-          'With adapter dimension 64, this adds about 3.6% parameters to BERT-Base while achieving 97--99% of full fine-tuning performance.'),
+          'With adapter dimension 64, this adds about 3.6% parameters to BERT-Base while achieving 97--99% of full '
+          'fine-tuning performance.'),
     Quote('adapters_1', TEXTBOOK, '20.14.2 LoRA: Low-Rank Adaptation',
-          'Same inference speed: At inference time, $\\mathbf{B}\\mathbf{A}$ is merged into $\\mathbf{W}$, adding zero latency.'),
+          'Same inference speed: At inference time, $\\mathbf{B}\\mathbf{A}$ is merged into $\\mathbf{W}$, adding '
+          'zero latency.'),
     Quote('adapters_2', TEXTBOOK, '20.14.2 LoRA: Low-Rank Adaptation',
           'Tiny storage per task: Only the low-rank matrices need to be saved (typically < 1% of model size).'),
     Quote('step_rule', HANDOUT, 'B3: Fine-tuning Mathematics',
-          '$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} L_{\\text{task}}$$'),
+          '$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} '
+          'L_{\\text{task}}$$'),
     Quote('step_alpha', HANDOUT, 'B3: Fine-tuning Mathematics',
           'where α is the learning rate (typically small: 2e-5)'),
     Quote('step_textbook', TEXTBOOK, '20.7.1 Fine-Tuning (Updating All Parameters)',
@@ -210,13 +233,19 @@ QUOTES = (
     Quote('data_efficiency_13', LECTURE, 'Worked Example: Data Efficiency of Pre-training',
           'This is the power of transfer learning - pre-training solves the data problem'),
     Quote('data_efficiency_ulmfit', STRATEGIES, 'ULMFiT',
-          'with only 100 labeled examples, it matches the performance of training from scratch on 100 \\times more data.'),
+          'with only 100 labeled examples, it matches the performance of training from scratch on 100 \\times more '
+          'data.'),
     Quote('ulmfit_0', STRATEGIES, 'ULMFiT',
-          'Pretraining : predict the next word based on the previous words. This task is referred to as language modeling. *no labeled data is required*, and one can make use of abundantly available text from sources such as Wikipedia.'),
+          'Pretraining : predict the next word based on the previous words. This task is referred to as language '
+          'modeling. *no labeled data is required*, and one can make use of abundantly available text from sources '
+          'such as Wikipedia.'),
     Quote('ulmfit_1', STRATEGIES, 'ULMFiT',
-          'Domain adaptation Once the language model is pretrained on a large-scale corpus, the next step is to adapt it to the in-domain corpus (e.g., IMDB movie review corpus.). This stage still uses *language modeling*, but now the model has to predict the next word in the target corpus.'),
+          'Domain adaptation Once the language model is pretrained on a large-scale corpus, the next step is to '
+          'adapt it to the in-domain corpus (e.g., IMDB movie review corpus.). This stage still uses *language '
+          'modeling*, but now the model has to predict the next word in the target corpus.'),
     Quote('ulmfit_2', STRATEGIES, 'ULMFiT',
-          'Fine-tuning In this step, the language model is fine-tuned with a **classification layer for the target task**'),
+          'Fine-tuning In this step, the language model is fine-tuned with a **classification layer for the target '
+          'task**'),
     Quote('recipe_sentiment', LECTURE, 'Appendix D: Fine-tuning Recipes by Task',
           'Sentiment\t2e-5\t3-4\tFull fine-tuning'),
     Quote('recipe_rate', LECTURE, 'Fine-tuning: The Mechanics',
@@ -231,19 +260,24 @@ QUOTES = (
           'Start with these proven recipes, then experiment'),
     # Pre-training: ELECTRA, why 80 / 10 / 10, BART's noise
     Quote('electra_0', TEXTBOOK, '20.12.2 ELECTRA: A More Efficient Alternative',
-          "ELECTRA's replaced token detection learns from all tokens: at every position, the model must decide whether the token is original or replaced."),
+          "ELECTRA's replaced token detection learns from all tokens: at every position, the model must decide "
+          'whether the token is original or replaced.'),
     Quote('electra_1', TEXTBOOK, '20.12.2 ELECTRA: A More Efficient Alternative',
           'This 6.7x increase in training signal per sequence'),
     Quote('electra_2', TEXTBOOK, '20.12.2 ELECTRA: A More Efficient Alternative',
           'where $y_i = 1$ if token $i$ was replaced'),
     Quote('why_80_10_10_0', TEXTBOOK, '20.2.3 Pre-training Objective 1: Masked Language Modeling (MLM)',
-          'If BERT only saw [MASK] tokens during pre-training, it would learn representations that are useful only when [MASK] is present --- but [MASK] never appears during fine-tuning. By sometimes using random tokens and sometimes keeping the original, BERT learns robust representations that work even without the [MASK] signal.'),
+          'If BERT only saw [MASK] tokens during pre-training, it would learn representations that are useful only '
+          'when [MASK] is present --- but [MASK] never appears during fine-tuning. By sometimes using random '
+          'tokens and sometimes keeping the original, BERT learns robust representations that work even without '
+          'the [MASK] signal.'),
     Quote('why_80_10_10_1', STRATEGIES, 'BERT: Bidirectional Encoder Representations from Transformers',
           'Leave input word unchanged 10% of the time (but still predict it!)'),
     Quote('why_80_10_10_2', STRATEGIES, 'BERT: Bidirectional Encoder Representations from Transformers',
           '(No masks are seen at fine-tuning time!)'),
     Quote('bart', TEXTBOOK, '20.12.3 BART: Denoising Sequence-to-Sequence',
-          "BART (Lewis et al., 2020) generalizes BERT's denoising approach with an encoder-decoder architecture. The encoder processes a corrupted document, and the decoder reconstructs the original."),
+          "BART (Lewis et al., 2020) generalizes BERT's denoising approach with an encoder-decoder architecture. "
+          'The encoder processes a corrupted document, and the decoder reconstructs the original.'),
     Quote('bart_mask', TEXTBOOK, '20.12.3 BART: Denoising Sequence-to-Sequence',
           'Token masking (like BERT)'),
     Quote('bart_delete', TEXTBOOK, '20.12.3 BART: Denoising Sequence-to-Sequence',
@@ -256,11 +290,13 @@ QUOTES = (
           'Document rotation (model must find the true start)'),
     # Choosing a model: distillation's temperature, T5's prefixes
     Quote('distill_loss', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
-          '$$\\mathcal{L} = \\alpha \\cdot \\mathcal{L}_{\\text{CE}} + \\beta \\cdot \\mathcal{L}_{\\text{distill}} + \\gamma \\cdot \\mathcal{L}_{\\text{cos}}$$'),
+          '$$\\mathcal{L} = \\alpha \\cdot \\mathcal{L}_{\\text{CE}} + \\beta \\cdot '
+          '\\mathcal{L}_{\\text{distill}} + \\gamma \\cdot \\mathcal{L}_{\\text{cos}}$$'),
     Quote('distill_term_0', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
           '- $\\mathcal{L}_{\\text{CE}}$: Standard cross-entropy with true labels'),
     Quote('distill_term_1', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
-          '- $\\mathcal{L}_{\\text{distill}}$: KL divergence between the student and teacher soft probability distributions (with temperature scaling)'),
+          '- $\\mathcal{L}_{\\text{distill}}$: KL divergence between the student and teacher soft probability '
+          'distributions (with temperature scaling)'),
     Quote('distill_term_2', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
           '- $\\mathcal{L}_{\\text{cos}}$: Cosine embedding loss between student and teacher hidden states'),
     Quote('distill_softmax_0', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
@@ -268,7 +304,8 @@ QUOTES = (
     Quote('distill_softmax_1', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
           '$$p_i = \\frac{\\exp(z_i / T)}{\\sum_j \\exp(z_j / T)}$$'),
     Quote('distill_soft', TEXTBOOK, '20.9.3 DistilBERT: Distilled BERT',
-          "Higher temperatures produce softer distributions, transferring more information about the teacher's internal knowledge (which tokens it considers similar)."),
+          "Higher temperatures produce softer distributions, transferring more information about the teacher's "
+          'internal knowledge (which tokens it considers similar).'),
     Quote('t5_0', TEXTBOOK, '20.10.1 The Text-to-Text Framework',
           'every NLP task is cast as a text-to-text problem.'),
     Quote('t5_1', TEXTBOOK, '20.10.1 The Text-to-Text Framework',
@@ -277,21 +314,27 @@ QUOTES = (
           'The same model, same loss function, same training procedure works for every task.'),
     # Embeddings: static vectors, pooling, probes
     Quote('static_analogy', TEXTBOOK, '20.1.1 Word2Vec and GloVe: A Brief Recap',
-          'Both approaches learn embeddings by optimizing a prediction objective over a large unlabeled corpus. The resulting vectors capture remarkable semantic relationships---the famous example being:'),
+          'Both approaches learn embeddings by optimizing a prediction objective over a large unlabeled corpus. '
+          'The resulting vectors capture remarkable semantic relationships---the famous example being:'),
     Quote('static_formula', TEXTBOOK, '20.1.1 Word2Vec and GloVe: A Brief Recap',
-          '$$\\text{vec}(\\text{"king"}) - \\text{vec}(\\text{"man"}) + \\text{vec}(\\text{"woman"}) \\approx \\text{vec}(\\text{"queen"})$$'),
+          '$$\\text{vec}(\\text{"king"}) - \\text{vec}(\\text{"man"}) + \\text{vec}(\\text{"woman"}) \\approx '
+          '\\text{vec}(\\text{"queen"})$$'),
     Quote('static_static', TEXTBOOK, '20.1.1 Word2Vec and GloVe: A Brief Recap',
-          'Both Word2Vec and GloVe produce a single fixed vector per word type. This is their fundamental limitation.'),
+          'Both Word2Vec and GloVe produce a single fixed vector per word type. This is their fundamental '
+          'limitation.'),
     Quote('static_bank_0', TEXTBOOK, '20.1.2 The Polysemy Problem',
           'I deposited money at the bank.'),
     Quote('static_bank_1', TEXTBOOK, '20.1.2 The Polysemy Problem',
           'We had a picnic on the river bank.'),
     Quote('pooling_textbook', TEXTBOOK, '20.8.3 The [CLS] Token',
-          'The [CLS] token representation is often used as a "sentence embedding." However, research (Reimers and Gurevych, 2019) has shown that the mean of all token embeddings sometimes produces better sentence representations, especially for tasks like semantic similarity.'),
+          'The [CLS] token representation is often used as a "sentence embedding." However, research (Reimers and '
+          'Gurevych, 2019) has shown that the mean of all token embeddings sometimes produces better sentence '
+          'representations, especially for tasks like semantic similarity.'),
     Quote('pooling_lecture', LECTURE, 'Special Tokens: Purpose and Usage',
           'Output of [CLS]: Sentence embedding for sentiment classification'),
     Quote('probes_0', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
-          "Research (Jawahar et al., 2019; Tenney et al., 2019) has shown that BERT's layers encode a hierarchy of linguistic information:"),
+          "Research (Jawahar et al., 2019; Tenney et al., 2019) has shown that BERT's layers encode a hierarchy of "
+          'linguistic information:'),
     Quote('probes_1', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
           '- Lower layers (1--4): Surface-level features---part-of-speech tags, simple syntax.'),
     Quote('probes_2', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
