@@ -113,12 +113,34 @@ def test_carbon_exercise_by_hand():
 
 
 def test_course_figures_name_their_disagreements():
+    from labs.core.ui import course_quotes
+
     rows = {r["figure"]: r for r in course.course_figures()}
     assert len(rows) >= 6 and all(r["estimate"] and r["note"] for r in rows.values())
     assert "Inverted" in next(r["note"] for f, r in rows.items() if "N ≈ 20 D" in f)
-    assert "$4.69M" in next(r["estimate"] for f, r in rows.items() if "$4.6M" in f)  # Lambda's 28 TFLOP/s, $1.50/h
-    energy = next(r["estimate"] for f, r in rows.items() if "1,287 MWh" in f)
-    assert "1,289 MWh, 553 t" in energy  # Patterson's hardware reproduces the published figures
+    assert "$4.69M" in rows["GPT-3's cost"]["estimate"]  # Lambda's 28 TFLOP/s, $1.50/h
+    energy = rows["GPT-3's energy and CO₂"]
+    assert energy["quotes"] == ["- Energy: 1,287 MWh", "- CO2: 552 tons"]  # the handout's words, not a paraphrase
+    assert "1,289 MWh, 553 t" in energy["estimate"]  # Patterson's hardware reproduces the published figures
+    # Every quoted figure is a course_quotes entry (checked verbatim there); a figure in no document says so.
+    texts = {q.text for q in course_quotes.QUOTES}
+    for r in rows.values():
+        assert all(q in texts for q in r["quotes"])
+        assert bool(r["quotes"]) == (r["source"] != course.NOT_IN_THE_COURSE)
+        assert not r["note"].startswith("Agrees") or r["quotes"]
+
+
+def test_the_memory_row_follows_errata_14():
+    """The textbook's "halves" against the calculator: 16 bytes per parameter either way, activations halve."""
+    from labs.cost.memory import memory
+
+    row = next(r for r in course.course_figures() if r["figure"] == "Training memory with mixed precision")
+    assert row["quotes"] == ["Mixed precision approximately halves memory usage"] and row["note"].startswith("Differs")
+    m, f = (memory(110e6, p)["training"] for p in ("mixed", "fp32"))
+    assert m["total"] - m["activations"] == f["total"] - f["activations"]
+    assert m["activations"] * 2 == f["activations"]
+    flops = next(r for r in course.course_figures() if r["figure"] == "GPT-3's training compute")
+    assert flops["source"] == course.NOT_IN_THE_COURSE and "Agrees" not in flops["note"]
 
 
 def test_every_preset_has_a_source():

@@ -119,7 +119,7 @@ def test_a_probability_row_is_the_models_own_softmax(tiny_models):
     from labs.core.models import models
 
     loaded = models.load(tiny_models["masked"], "masked")
-    row = course._measured_p(course.Row("x", "", "", "", "", ""), loaded, "The [MASK] sat on the mat.", "cat", 0.73)
+    row = course._measured_p(course.Row("p_cat", "", ""), loaded, "The [MASK] sat on the mat.", "cat", 0.73)
     fill = pipeline("fill-mask", model=loaded.model, tokenizer=loaded.tokenizer)
     expected = fill("The [MASK] sat on the mat.", targets=["cat"])[0]["score"]
     assert f"P(cat) = {expected:.2f}" in row.measured and row.verdict == course.DIFFERS
@@ -134,3 +134,33 @@ def test_the_api_returns_the_rows_and_one_row(client):
     assert [r["id"] for r in one["rows"]] == ["gpt2_ids"] and one["rows"][0]["verdict"] == "differs"
     with pytest.raises(AppError, match="No row called"):
         client.predict("<b>nope</b>", api_name="/check_course")
+
+
+def test_the_state_at_t_minus_1_is_what_generate_reads(tiny_models):
+    """next_token_states on a tiny GPT-2: generate()'s own first-step scores are the logits at t − 1, not at t."""
+    from labs.core.models import models
+
+    loaded = models.load(tiny_models["causal"], "causal")
+    found = course.next_token_states(loaded, "The cat sat on the mat")
+    prefix = loaded.tokenizer("The cat sat on the mat", return_tensors="pt")["input_ids"][:, :-1]
+    out = loaded.model.generate(prefix, max_new_tokens=1, do_sample=False, output_logits=True,
+                                return_dict_in_generate=True, pad_token_id=0)
+    assert torch.allclose(out.logits[0][0].float(), found["prefix_logits"], atol=1e-4)
+    assert found["gap"][0] < 1e-4 < found["gap"][1]
+
+
+def test_the_hidden_index_row_measures_offline(rows):
+    row = rows["hidden_index"]
+    assert row["verdict"] == course.DIFFERS and "t − 1" in row["measured"] and "forward pass" in row["measured_with"]
+
+
+def test_the_ner_rows_count_first_pieces_against_word_ids(rows):
+    from labs.core.models import models
+
+    tok = models.load_tokenizer(models.MINILM_NAME)
+    word_ids = tok(["Hedwig", "lives", "in", "Reykjavik"], is_split_into_words=True).word_ids()
+    pieces = sum(i is not None for i in word_ids)
+    row = rows["ner_subwords"]
+    assert f"every sub-word trains {pieces} labels, the first piece only 4" in row["measured"]
+    assert pieces > 4 and "first subtoken" in row["note"]
+    assert "fine-tuning" in rows["mask_fine_tune"]["quote"] and rows["mask_fine_tune"]["verdict"] == course.DIFFERS

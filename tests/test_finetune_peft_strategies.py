@@ -154,7 +154,10 @@ def test_the_comparison_skips_prompt_tuning_for_ner_and_keeps_the_control(tiny_m
 
 
 def test_the_rates_note_quotes_the_summary_sheet():
-    quote = re.search(r"“(.+?)” \(Summary", tab_strategies.RATES_NOTE).group(1)
+    from labs.core.ui import course_quotes
+
+    quote = re.search(r"\(Summary sheet, “Fine-tuning Strategies”\): “(.+?)”\.$", tab_strategies.RATES_NOTE).group(1)
+    assert quote == course_quotes.text("prompt_tuning")  # the table's entry (test_course_quotes checks it)
     if COURSE.exists():
         assert quote in (COURSE / SUMMARY).read_text()
     assert f"at least {compare.PROMPT_RATE:g}" in tab_strategies.RATES_NOTE

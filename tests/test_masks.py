@@ -42,6 +42,21 @@ def test_masked_softmax_zeros_the_future_and_rows_sum_to_one():
     np.testing.assert_allclose(ex.weights, expected, atol=1e-12)
 
 
+def test_the_slides_formula_as_written_is_nan_and_the_heatmap_says_what_it_computes():
+    """ERRATA 15: scores + (1 − M)·(−∞) is NaN wherever M = 1 (torch gives the same); the heatmap is titled
+    masked_fill, which is what it shows, and the text counts the slide's NaNs."""
+    from labs.masks import tab
+
+    ex = masks.masked_softmax_example(masks.word_tokens("The cat sat on the mat"))
+    mask = torch.tril(torch.ones(len(ex.tokens), len(ex.tokens), dtype=torch.float64))
+    oracle = torch.from_numpy(ex.scores) + (1 - mask) * float("-inf")
+    np.testing.assert_array_equal(np.isnan(ex.slide_way), oracle.isnan().numpy())
+    assert np.isnan(ex.slide_way).sum() == mask.sum() and np.isnan(ex.masked_scores).sum() == 0
+    text, scores_plot, _ = tab.arithmetic(masks.word_tokens("The cat sat on the mat"))
+    assert f"{int(mask.sum())} of the {mask.numel()} scores are NaN" in text
+    assert scores_plot.layout.title.text.startswith("masked_fill")
+
+
 def test_padding_makes_pad_invisible_and_combines_with_causal():
     p = masks.padding_masks("The cat sat on the mat", "Dogs bark")
     assert p["tokens"][1] == ["Dogs", "bark", "[PAD]", "[PAD]", "[PAD]", "[PAD]"]

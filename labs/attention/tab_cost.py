@@ -16,8 +16,8 @@ EXPLAINER = ("Every token's query meets every token's key, so one layer's attent
              "per head, while the projections and the feed-forward grow with **n** alone. Below, the real model "
              "is timed at growing lengths (medians of 3 runs on this server's CPU, measured once per model and "
              "then kept: other students' requests add noise), and one layer's parts are timed and weighed.")
-COST_COURSE = "\n\n".join(f"**{q.where}:** “{q.text}”" for q in quotes.COST)
-LONG_COURSE = "\n\n".join(f"**{q.where}:** “{q.text}”" for q in quotes.LONG_DOCUMENTS)
+COST_COURSE = "\n\n".join(f"**{q.cite}:** “{q.text}”" for q in quotes.COST)
+LONG_COURSE = "\n\n".join(f"**{q.cite}:** “{q.text}”" for q in quotes.LONG_DOCUMENTS)
 COST_HEADERS = ["tokens n", "whole pass, ms", "one layer: QKᵀ, softmax, ·V (n²), ms", "projections (n), ms",
                 "feed-forward (n), ms", "attention weights, KB", "feed-forward activations, KB"]
 DOC_HEADERS = ["Strategy", "Tokens read", "Which tokens", "cos to positive", "cos to negative", "Verdict"]

@@ -18,7 +18,7 @@ EXPLAINER = ("Your sentence through the real model, one operation at a time: eve
              "choose; the last column compares a step with the model's own output (its hidden states, "
              "`output_attentions`, the shared prediction passes): the differences are float rounding. An "
              "encoder shows BERT's walkthrough; a causal LM (SmolLM2) shows one position of a Llama layer.")
-COURSE = "\n\n".join(f"**{q.where}:** “{q.text}”" for q in quotes.STEPS)
+COURSE = "\n\n".join(f"**{q.cite}:** “{q.text}”" for q in quotes.STEPS)
 AUTO = "auto"
 POSITIONS = [("auto: the [MASK], else the last token", AUTO)] + [(str(i), str(i)) for i in range(steps.MAX_TOKENS)]
 MAX_LAYER, MAX_HEAD = 47, 31  # the sliders' range before the first run (a link may name any layer up to these)

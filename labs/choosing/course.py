@@ -10,17 +10,13 @@ each row's note."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from labs.core.errors import BadInput
 from labs.core.models import gpt2_offline, models
+from labs.core.ui import course_quotes
+from labs.core.ui.course_quotes import FILES, HANDOUT, LECTURE, STRATEGIES, SUMMARY, TEXTBOOK  # noqa: F401
 
-LECTURE, HANDOUT, STRATEGIES, TEXTBOOK, SUMMARY = (
-    "Lecture, Week 6", "Handout", "Lecture, Pre-training Strategies", "Textbook", "Summary sheet")
-# The course's documents in ../shared/course, by how the app cites them (README there)
-FILES = {LECTURE: "000_e134d1b9ed4e6724.txt", HANDOUT: "001_a53bc6faf6cc4263.txt",
-         STRATEGIES: "002_e542dddf905ba18f.txt", TEXTBOOK: "003_4e137ff2e23b0b86.txt",
-         SUMMARY: "004_1eb174af2e36d6dc.txt"}
 AGREES, DIFFERS, NOT_HERE = "agrees", "differs", "not measured here"
 BERT, GPT2 = "bert-base-uncased", "gpt2"
 STAND_IN = models.MINILM_NAME  # an uncased WordPiece tokenizer with bert-base-uncased's 30,522-entry vocabulary
@@ -28,19 +24,26 @@ STAND_IN = models.MINILM_NAME  # an uncased WordPiece tokenizer with bert-base-u
 
 @dataclass
 class Row:
+    """One row; its quote is course_quotes' entry "course_<id>" (the document, the heading, the words)."""
     id: str
     topic: str
-    document: str
-    where: str  # the slide title or section, as the document writes it
-    quote: str  # verbatim
     lab: str  # the lab that shows it (?tab=…)
     verdict: str = NOT_HERE
     measured: str = ""
     measured_with: str = ""
     note: str = ""
+    document: str = field(init=False)
+    where: str = field(init=False)  # the slide title or section, as the document writes it
+    quote: str = field(init=False)  # verbatim
+
+    def __post_init__(self):
+        quote = course_quotes.get(f"course_{self.id}")
+        self.document, self.where, self.quote = quote.document, quote.where, quote.text
 
     def to_json(self) -> dict:
-        return asdict(self)
+        fields = asdict(self)
+        return {key: fields[key] for key in ("id", "topic", "document", "where", "quote", "lab", "verdict", "measured",
+                                             "measured_with", "note")}
 
 
 # ------------------------------------------------------------------ what measures
@@ -82,8 +85,7 @@ def splits(row: Row, words: list[tuple[str, list[str]]]) -> Row:
 # ------------------------------------------------------------------ the rows, one function each
 
 def gpt2_ids() -> Row:
-    row = Row("gpt2_ids", "GPT-2's token ids", LECTURE, "Worked Example: Computing $P(\\text{next word})$",
-              "[The=50256, cat=3797, sat=3332, on=319]", "tokens")
+    row = Row("gpt2_ids", "GPT-2's token ids", "tokens")
     tok, used = gpt2_tokenizer()
     if tok is None:
         row.note = "needs GPT-2's tokenizer (gpt2 from the Hub, or openai-whisper's copy: requirements-offline.txt)"
@@ -99,30 +101,30 @@ def gpt2_ids() -> Row:
 
 
 def wordpiece_lecture() -> Row:
-    row = splits(Row("wordpiece_lecture", "WordPiece splits", LECTURE, "WordPiece: Subword Units",
-                     "“unhappiness” → [“un”, “##happiness”]", "tokens"),
+    row = splits(Row("wordpiece_lecture", "WordPiece splits", "tokens"),
                  [("playing", ["play", "##ing"]), ("unhappiness", ["un", "##happiness"]),
                   ("COVID", ["CO", "##VI", "##D"])])
-    row.note = ("The slide also gives “playing” → [“play”, “##ing”] and “COVID” → [“CO”, “##VI”, “##D”]. A frequent "
+    row.note = (f"The slide also gives {course_quotes.text('course_wordpiece_playing')[2:]} and "
+                f"{course_quotes.text('course_wordpiece_covid')[2:]}. A frequent "
                 "word is one token (“playing”); “##happiness” is not in the 30,522-entry vocabulary; an uncased "
                 "tokenizer lower-cases “COVID” first.")
     return row
 
 
 def wordpiece_textbook() -> Row:
-    row = splits(Row("wordpiece_textbook", "WordPiece splits", TEXTBOOK, "20.3.3 WordPiece",
-                     "\"embeddings\" -> [\"embed\", \"##ding\", \"##s\"]", "tokens"),
+    row = splits(Row("wordpiece_textbook", "WordPiece splits", "tokens"),
                  [("embeddings", ["embed", "##ding", "##s"]), ("Washington", ["wash", "##ing", "##ton"])])
-    row.note = ("20.6.4 also splits “Washington” into [\"Wash\", \"##ing\", \"##ton\"]; in the uncased vocabulary it is one "
+    row.note = (f"20.6.4 also splits: “{course_quotes.text('course_wordpiece_washington')}”; in the uncased vocabulary "
+                "“Washington” is one "
                 "token. The splits depend on the vocabulary: measure, do not assume.")
     return row
 
 
 def qa_indices() -> Row:
-    row = Row("qa_indices", "Answer span indices", SUMMARY, "Span Prediction (QA)",
-              "Input: [CLS] Where is Paris? [SEP] Paris is in France [SEP]", "finetune")
+    row = Row("qa_indices", "Answer span indices", "finetune")
     tok, used = bert_tokenizer()
-    note = ("The sheet says start “index 5: \"Paris\"”, end “index 8: \"France\"”. Counting from 0, index 5 is "
+    note = (f"The sheet says start “{course_quotes.text('course_qa_start')}”, end "
+            f"“{course_quotes.text('course_qa_end')}”. Counting from 0, index 5 is "
             "[SEP]; and “Where is Paris?” is answered by “France” alone, not “Paris is in France”.")
     if tok is None:
         row.note = note
@@ -135,8 +137,7 @@ def qa_indices() -> Row:
 
 
 def p_cat() -> Row:
-    row = Row("p_cat", "P(cat) for “The [MASK] sat on the mat”", LECTURE, "Worked Example: Predicting Masked Tokens",
-              "$P(\\text{cat}) = 0.73$", "fill_mask")
+    row = Row("p_cat", "P(cat) for “The [MASK] sat on the mat”", "fill_mask")
     if not offered(BERT):
         row.note = "illustrative in the lecture; bert-base-uncased's own probability needs the Hub model"
         return row
@@ -144,8 +145,7 @@ def p_cat() -> Row:
 
 
 def p_the() -> Row:
-    row = Row("p_the", "P(the | The cat sat on)", LECTURE, "Worked Example: Computing $P(\\text{next word})$",
-              "$P(\\text{the}) = 0.42$ (highest!)", "next_token")
+    row = Row("p_the", "P(the | The cat sat on)", "next_token")
     if not offered(GPT2):
         row.note = "illustrative in the lecture; gpt2's own probability needs the Hub model"
         return row
@@ -172,7 +172,7 @@ def _measured_p(row: Row, loaded, text: str, word: str, claimed: float) -> Row:
 
 
 def fifteen_percent() -> Row:
-    return Row("fifteen_percent", "Mask rate", LECTURE, "Quick Quiz", "- 15%: Empirically optimal", "pretraining",
+    return Row("fifteen_percent", "Mask rate", "pretraining",
                DIFFERS, "T5's ablation (Raffel et al. 2020, table 4): 10 / 15 / 25 / 50 % → GLUE 82.82 / 83.28 / "
                "83.00 / 81.27; Wettig et al. 2023: 40 % beats 15 % for BERT-large", "the cited papers",
                "15 % was slightly best in T5's setting, not a law: with larger models a higher rate does better. "
@@ -182,8 +182,7 @@ def fifteen_percent() -> Row:
 def chinchilla() -> Row:
     n = 1e9
     wrong_d, right_d = n / 20, 20 * n
-    return Row("chinchilla", "Compute-optimal data", TEXTBOOK, "20.13.2 Scaling Laws for Pre-training Data",
-               "$$N_{\\text{optimal}} \\approx 20 \\times D$$", "cost", DIFFERS,
+    return Row("chinchilla", "Compute-optimal data", "cost", DIFFERS,
                f"N = 20·D gives 1B parameters {wrong_d:.0e} tokens; D ≈ 20·N gives {right_d:.0e} (Hoffmann et al. "
                "2022, table 3: 20.2B)", "hand computation; the cited paper",
                "Upside down: tokens ≈ 20 × parameters. The section's own example (1B parameters on 20B tokens) "
@@ -193,9 +192,7 @@ def chinchilla() -> Row:
 def llrd_code() -> Row:
     base, decay, layers = 2e-5, 0.95, 12
     rates = [base * decay ** (layers - i) for i in range(layers)]  # the textbook's own line, for i in 0..11
-    return Row("llrd_code", "Layer-wise learning-rate decay", TEXTBOOK,
-               "20.7.4 Layer-wise Learning Rate Decay (Discriminative Fine-tuning)",
-               "lr = base_lr * (decay ** (num_layers - i))", "finetune", DIFFERS,
+    return Row("llrd_code", "Layer-wise learning-rate decay", "finetune", DIFFERS,
                f"layer 11 (the top): {rates[-1]:.3e} = 0.95 × base; layer 0: {rates[0]:.3e}",
                "the section's code, run", "The text says the top layer gets the base rate; the code gives it "
                "0.95 × base (num_layers − i is 1 at i = 11), and never gives the embeddings or the pooler to the "
@@ -218,9 +215,7 @@ def frozen_layers() -> Row:
     training = [i for i, layer in enumerate(model.bert.encoder.layer) if all(p.requires_grad for p in layer.parameters())]
     others = [n for n in ("pooler", "classifier") if all(p.requires_grad for p in getattr(
         model.bert if n == "pooler" else model, n).parameters())]
-    return Row("frozen_layers", "Which layers a partial fine-tune updates", TEXTBOOK,
-               "20.7.3 Partial Fine-Tuning (Freezing Lower Layers)",
-               "# Only layers 9-11 and the classifier head will be updated", "finetune", DIFFERS,
+    return Row("frozen_layers", "Which layers a partial fine-tune updates", "finetune", DIFFERS,
                f"layers {training[0]}–{training[-1]} ({len(training)} layers), {' and '.join(others)} train",
                "the section's code, run on a 12-layer BERT", "The loop freezes layers 0–7, so layers 8–11 train "
                "(counting from 0), with the pooler and the classifier.")
@@ -228,8 +223,7 @@ def frozen_layers() -> Row:
 
 def mixed_precision() -> Row:
     fp32, mixed = 4 + 4 + 4 + 4, 2 + 2 + 4 + 4 + 4  # weights, grads, Adam's two moments (+ fp32 master copy)
-    return Row("mixed_precision", "Memory of mixed precision", TEXTBOOK, "20.11.3 Mixed Precision Training",
-               "Mixed precision approximately halves memory usage", "cost", DIFFERS,
+    return Row("mixed_precision", "Memory of mixed precision", "cost", DIFFERS,
                f"with Adam: fp32 {fp32} bytes per parameter, mixed precision {mixed} (fp16 weights and gradients, "
                "fp32 master weights and both moments)", "hand computation (Rajbhandari et al. 2020, ZeRO)",
                "Weights and optimizer state do not shrink; the activations halve, so memory falls only where "
@@ -237,25 +231,23 @@ def mixed_precision() -> Row:
 
 
 def bert_cost() -> Row:
-    return Row("bert_cost", "What BERT cost", LECTURE, "The \\$1 Million Problem",
-               "Training BERT from scratch: \\$1M+. Fine-tuning: \\$50-500. Game changer.", "cost", DIFFERS,
+    return Row("bert_cost", "What BERT cost", "cost", DIFFERS,
                "Strubell et al. 2019: BERT-base, 64 V100s × 79.2 h, $3,751–12,571 (cloud, 2019 prices)",
                "the cited paper", "The same deck says “Cost: \\$7,000 compute” (BERT's Two Pre-training "
                "Objectives): the two figures disagree by 140×; $7,000 is inside the measured range.")
 
 
 def bert_hardware() -> Row:
-    return Row("bert_hardware", "BERT's hardware", LECTURE, "BERT Architecture: The Details",
-               "Training BERT-base from scratch: 4 days on 64 TPUs", "cost", DIFFERS,
+    return Row("bert_hardware", "BERT's hardware", "cost", DIFFERS,
                "Devlin et al. 2019: BERT-base on 4 Cloud TPUs (16 TPU chips), BERT-large on 16 Cloud TPUs (64 "
                "chips), 4 days each", "the cited paper",
-               "64 chips was BERT-large; the textbook (20.2.6) gives BERT-large “16 TPU v3 chips”, which was "
+               "64 chips was BERT-large; the textbook (20.2.6) gives BERT-large “" + course_quotes.text("course_tpu_v3")
+               + "”, which was "
                "BERT-base's count.")
 
 
 def gpt3_time() -> Row:
-    return Row("gpt3_time", "How long GPT-3 trained", LECTURE, "GPT Architecture: The Details",
-               "- GPT-3: \\$4.6M (months on 10K GPUs)", "cost", DIFFERS,
+    return Row("gpt3_time", "How long GPT-3 trained", "cost", DIFFERS,
                "Patterson et al. 2021: about 14.8 days on 10,000 V100 GPUs", "the cited paper",
                "Two weeks, not months; $4.6M is Lambda Labs' 2020 estimate for one V100-equivalent at list price.")
 
@@ -263,42 +255,69 @@ def gpt3_time() -> Row:
 def masking_expectation() -> Row:
     n, p = 5, 0.15
     pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(3)]
-    return Row("mask_five", "15 % of a 5-token sentence", HANDOUT, "B1: BERT's Masked Language Modeling",
-               "If we mask 15% (1 token), and choose position 2 (\"brown\"):", "pretraining", DIFFERS,
+    return Row("mask_five", "15 % of a 5-token sentence", "pretraining", DIFFERS,
                f"expected 5 × 0.15 = {n * p:.2f} tokens; P(0) = {pmf[0]:.3f}, P(1) = {pmf[1]:.3f}, P(2) = {pmf[2]:.3f}",
                "binomial, by hand", "Each token is chosen with probability 0.15 (DataCollatorForLanguageModeling "
                "draws it so): a 5-token sentence often gets no mask at all.")
 
 
 def update_rule() -> Row:
-    return Row("update_sign", "The fine-tuning update", HANDOUT, "B3: Fine-tuning Mathematics",
-               "$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} L_{\\text{task}}$$",
-               "finetune", DIFFERS, "θ − α·∇θL (torch.optim.SGD subtracts the gradient)", "the library",
+    return Row("update_sign", "The fine-tuning update", "finetune", DIFFERS,
+               "θ − α·∇θL (torch.optim.SGD subtracts the gradient)", "the library",
                "Gradient descent steps against the gradient; with + the loss grows.")
 
 
+def next_token_states(loaded, text: str) -> dict:
+    """For the last token x_t of `text`: how far the logits at t − 1 and at t are from what generate() reads for
+    x_t (the last logits of the prefix x_<t, run alone), and P(x_t) read at each."""
+    import torch
+
+    enc = loaded.tokenizer(text, return_tensors="pt").to(loaded.device)
+    t = enc["input_ids"].shape[1] - 1
+    with torch.inference_mode():
+        logits = loaded.model(**enc).logits[0].float()
+        prefix = loaded.model(input_ids=enc["input_ids"][:, :t]).logits[0, -1].float()
+    target = int(enc["input_ids"][0, t])
+    return {"word": loaded.tokenizer.decode([target]), "prefix_logits": prefix,
+            "gap": [float((logits[i] - prefix).abs().max()) for i in (t - 1, t)],
+            "p": [float(torch.softmax(logits[i], -1)[target]) for i in (t - 1, t)]}
+
+
 def hidden_state_index() -> Row:
-    return Row("hidden_index", "Which hidden state predicts x_t", HANDOUT, "B2: GPT's Autoregressive Modeling",
-               "where h_t is the hidden state at position t.", "next_token", DIFFERS,
-               "the distribution over x_t is read from the state at position t − 1 (the last token seen)",
-               "the model's own forward pass", "The Week 6 deck has it right (the state of “on” predicts the next "
-               "word). Next token's logit lens reads exactly that position.")
+    """A causal LM's own forward pass: the distribution generate() uses for x_t is the one read at position
+    t − 1; the state at t has already seen x_t (a causal mask includes the diagonal)."""
+    row = Row("hidden_index", "Which hidden state predicts x_t", "next_token",
+              note="The Week 6 deck has it right (the state of “on” predicts the next word). Next token's logit lens "
+                   "reads exactly that position.")
+    name = next((n for n in (GPT2, models.SMOLLM2_NAME) if offered(n)), None)
+    if name is None:
+        row.note = "needs a causal LM (gpt2 from the Hub, or the offline SmolLM2: requirements-offline.txt)"
+        return row
+    loaded = models.load(name, "causal")
+    found = next_token_states(loaded, "The cat sat on the mat")
+    (gap_before, gap_at), (p_before, p_at) = found["gap"], found["p"]
+    row.measured = (f"x_t = “{found['word']}” in “The cat sat on the mat”: what generate() reads for x_t (the "
+                    f"prefix's last logits) is the state at t − 1 (max |Δ| = {gap_before:.1e}), not at t (max |Δ| = "
+                    f"{gap_at:.1f}); P(x_t) read at t − 1 = {p_before:.3f}, at t = {p_at:.3f} (the state at t "
+                    "predicts x_(t+1))")
+    row.measured_with = f"{loaded.name}'s own forward pass"
+    row.verdict = DIFFERS if gap_before < 1e-2 < gap_at else AGREES
+    return row
 
 
 def lora_percent() -> Row:
     d, r = 768, 16
     added = r * (d + d)
-    return Row("lora_percent", "LoRA's share", HANDOUT, "B6: Advanced Concepts",
-               "Original model: 340M parameters LoRA rank r=16:", "finetune", DIFFERS,
+    return Row("lora_percent", "LoRA's share", "finetune", DIFFERS,
                f"r·(d_in + d_out) = {added:,}: {100 * added / d ** 2:.2f} % of the 768 × 768 matrix, "
                f"{100 * added / 110e6:.4f} % of BERT-base (110M)", "the LoRA formula (peft counts the same)",
-               "340M parameters is BERT-large, whose width is 1024, not 768 (BERT-base, 110M): “% of original” "
+               "340M parameters is BERT-large, whose width is 1024, not 768 (BERT-base, 110M): the handout's "
+               "“" + course_quotes.text("course_lora_percentage") + "” "
                "is ambiguous. Fine-tune's LoRA calculator counts with peft.")
 
 
 def imagenet_labels() -> Row:
-    return Row("imagenet_labels", "ImageNet's labels", LECTURE, "The Transfer Learning Dream",
-               "- Train on 1M images (unsupervised labels)", "choosing", DIFFERS,
+    return Row("imagenet_labels", "ImageNet's labels", "choosing", DIFFERS,
                "ImageNet's labels were assigned by people (Deng et al. 2009)", "the cited dataset",
                "Supervised pre-training; NLP's pre-training is self-supervised (the text is its own label).")
 
@@ -309,8 +328,7 @@ def mask_nan() -> Row:
     mask = torch.tril(torch.ones(3, 3))
     scores = torch.zeros(3, 3) + (1 - mask) * float("-inf")  # the slide's formula, as written
     filled = torch.zeros(3, 3).masked_fill(mask == 0, float("-inf"))
-    return Row("mask_nan", "The causal mask in floating point", LECTURE, "Causal Masking: How It Works",
-               "$$\\text{scores}_{\\text{masked}} = \\text{scores} + (1 - M) \\times (-\\infty)$$", "masks", DIFFERS,
+    return Row("mask_nan", "The causal mask in floating point", "masks", DIFFERS,
                f"(1 − M)·(−∞) is NaN wherever M = 1 (0 × −∞ = NaN): {int(scores.isnan().sum())} of 9 scores of a 3-token "
                f"mask, and softmax turns every row NaN; masked_fill(M == 0, −∞) gives rows that sum to "
                f"{float(torch.softmax(filled, -1).sum(-1).min()):.0f}", "torch, by hand",
@@ -319,12 +337,42 @@ def mask_nan() -> Row:
 
 
 def mask_reason() -> Row:
-    return Row("mask_reason", "Why 80 / 10 / 10", LECTURE, "Masked Language Modeling: The Mathematics",
-               "Prevents model from just memorizing [MASK] → word", "pretraining", DIFFERS,
+    return Row("mask_reason", "Why 80 / 10 / 10", "pretraining", DIFFERS,
                "Devlin et al. (2019, §3.1): [MASK] never appears at fine-tuning, so the model must keep a good "
                "representation of every input token, not only of the masked ones", "the cited paper",
                "Textbook 20.2.3 gives this reason. Pre-training's “Why 80 / 10 / 10?” measures the same chosen tokens "
                "shown as [MASK], as a random token and unchanged.")
+
+
+def mask_fine_tune() -> Row:
+    return Row("mask_fine_tune", "[MASK] at fine-tuning", "pretraining", DIFFERS,
+               "Devlin et al. (2019, §3.1): “the [MASK] token does not appear during fine-tuning”: the fine-tuning "
+               "text is the task's own, with nothing masked, so nothing is replaced", "the cited paper",
+               "The same slide rightly says that [MASK] is used only in pre-training; the mismatch between "
+               "pre-training (with [MASK]) and fine-tuning (without) is why BERT keeps 10 % unchanged and makes 10 % "
+               "random. Pre-training's “Why 80 / 10 / 10?” measures it.")
+
+
+def ner_subwords() -> Row:
+    """The summary's labelling and the textbook's on one sentence, counted with the uncased WordPiece tokenizer."""
+    row = Row("ner_subwords", "Which word pieces get an NER label", "finetune", DIFFERS,
+              note=("The sheet's next line: “" + course_quotes.text("course_ner_subwords_eval") + "”. The textbook ("
+                    + course_quotes.get("course_ner_subwords_textbook").cite + ") trains on the first piece only: “"
+                    + course_quotes.text("course_ner_subwords_textbook") + "” Both are used; the "
+                    "first piece is the common default, what Fine-tune's NER task trains, and what "
+                    "pipeline(aggregation_strategy=\"first\") reads back."))
+    tok, used = bert_tokenizer()
+    if tok is None:
+        return row
+    words = ["Hedwig", "lives", "in", "Reykjavik"]
+    word_ids = tok(words, is_split_into_words=True).word_ids()
+    pieces = [i for i in word_ids if i is not None]
+    firsts = [i for k, i in enumerate(word_ids) if i is not None and word_ids[k - 1] != i]
+    row.measured = (f"“{' '.join(words)}” is {len(pieces)} word pieces for {len(words)} words: labelling every "
+                    f"sub-word trains {len(pieces)} labels, the first piece only {len(firsts)} (the other "
+                    f"{len(pieces) - len(firsts)} get −100, ignored by the loss)")
+    row.measured_with = used
+    return row
 
 
 # Every row by its id, in the order shown; each function measures its row when asked
@@ -334,7 +382,8 @@ ROWS = {"gpt2_ids": gpt2_ids, "wordpiece_lecture": wordpiece_lecture, "wordpiece
         "mixed_precision": mixed_precision, "bert_cost": bert_cost, "bert_hardware": bert_hardware,
         "gpt3_time": gpt3_time, "mask_five": masking_expectation, "update_sign": update_rule,
         "hidden_index": hidden_state_index, "lora_percent": lora_percent, "imagenet_labels": imagenet_labels,
-        "mask_nan": mask_nan, "mask_reason": mask_reason}
+        "mask_nan": mask_nan, "mask_reason": mask_reason, "mask_fine_tune": mask_fine_tune,
+        "ner_subwords": ner_subwords}
 
 
 def check_course(row: str = "") -> dict:

@@ -13,14 +13,13 @@ from dataclasses import asdict, dataclass, field
 
 from labs.core.errors import check_int, check_text
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work import lm
 
 T5_SMALL = "t5-small"
 TEXTBOOK = "Textbook 20.10.1 The Text-to-Text Framework"
-# The textbook's words (tests/test_t5_prefixes.py checks each against the document, verbatim).
-QUOTES = ("every NLP task is cast as a text-to-text problem.",
-          "New tasks can be defined simply by choosing a new text prefix.",
-          "The same model, same loss function, same training procedure works for every task.")
+# The textbook's words: course_quotes' entries (tests/test_course_quotes.py checks each under the section).
+QUOTES = tuple(course_quotes.text(f"t5_{k}") for k in range(3))
 MAX_NEW_TOKENS, MAX_INPUT_TOKENS, MAX_PREFIX_CHARS = 64, 512, 200
 DEFAULT_NEW_TOKENS = 32
 NEEDS_T5 = ("Not measured here: needs t5-small from the Hub (the Hugging Face Hub cannot be reached from this "

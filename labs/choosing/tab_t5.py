@@ -11,7 +11,7 @@ import pandas as pd
 from labs.choosing import t5_prefixes as t5
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
-from labs.core.ui import ui
+from labs.core.ui import course_quotes, ui
 
 OWN = "own"
 HEADERS = ["Prefix", "Raw text in", "Raw text out"]
@@ -19,8 +19,8 @@ INTRO = (f"**{t5.TEXTBOOK}:** “{t5.QUOTES[0]}” … “{t5.QUOTES[2]}” … 
          "and one `generate` call for every task: only the text in front changes.")
 TRY = ("**Try this.** Keep “this movie is great” and switch the task: does the same model now translate it, "
        "judge its grammar, score it against itself? Empty the prefix: what does T5 write when no task is named? Type "
-       "a prefix T5 never saw in training (“classify sentiment:”): is a new task really “just a new prefix” without "
-       "fine-tuning on it?")
+       "a prefix T5 never saw in training (“classify sentiment:”): the textbook (20.10.7) says "
+       f"“{course_quotes.text('t5_new_prefix')}” Does that hold without fine-tuning on it?")
 SPECIAL, WORD = "#e5e7eb", "#dbeafe"
 
 

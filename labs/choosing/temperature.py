@@ -26,6 +26,7 @@ import numpy as np
 from labs.choosing import distillation
 from labs.core.errors import BadInput, check_number, check_text
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work import lm
 
 TEMPERATURES = (1.0, 2.0, 5.0)
@@ -37,18 +38,12 @@ NEEDS_HUB = (f"Not measured here: the teacher and its student ({distillation.TEA
              "need the Hugging Face Hub, so neither their distributions nor the loss can be computed on this server. "
              "What can be shown honestly: temperature softening a real model's distribution, below on a causal LM "
              "that reads the words before the blank (not a teacher: it never sees the words after it).")
-# The textbook's words (20.9.3), verbatim: tests/test_distill_temperature.py finds each under the section.
+# The textbook's words (20.9.3): course_quotes' entries, checked under the section.
 TEXTBOOK, SECTION = "003_4e137ff2e23b0b86.txt", "20.9.3 DistilBERT: Distilled BERT"
-QUOTE_LOSS = (r"$$\mathcal{L} = \alpha \cdot \mathcal{L}_{\text{CE}} + \beta \cdot \mathcal{L}_{\text{distill}} + "
-              r"\gamma \cdot \mathcal{L}_{\text{cos}}$$")
-QUOTE_TERMS = (r"- $\mathcal{L}_{\text{CE}}$: Standard cross-entropy with true labels",
-               r"- $\mathcal{L}_{\text{distill}}$: KL divergence between the student and teacher soft probability "
-               "distributions (with temperature scaling)",
-               r"- $\mathcal{L}_{\text{cos}}$: Cosine embedding loss between student and teacher hidden states")
-QUOTE_SOFTMAX = ("The soft probability distribution with temperature $T$ is:",
-                 r"$$p_i = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)}$$")
-QUOTE_SOFT = ("Higher temperatures produce softer distributions, transferring more information about the teacher's "
-              "internal knowledge (which tokens it considers similar).")
+QUOTE_LOSS = course_quotes.text("distill_loss")
+QUOTE_TERMS = tuple(course_quotes.text(f"distill_term_{k}") for k in range(3))
+QUOTE_SOFTMAX = tuple(course_quotes.text(f"distill_softmax_{k}") for k in range(2))
+QUOTE_SOFT = course_quotes.text("distill_soft")
 
 
 def check_temperatures(temperatures) -> list[float]:

@@ -1,12 +1,14 @@
-"""The course's figures, checked: Part B's carbon exercise answered, and each quoted figure beside the
-calculator's estimate from published N, D and hardware, with a note where they disagree and why."""
+"""The course's figures, checked: Part B's carbon exercise answered, and each figure the course states (quoted
+from course_quotes) beside the calculator's estimate from published N, D and hardware, with a note where they
+disagree and why; a figure in none of the documents is shown as LM Lab's computation, never as the course's."""
 
 from __future__ import annotations
 
 from labs.core.errors import check_number
+from labs.core.ui import course_quotes
 from labs.cost import presets
 from labs.cost.compute import cost, training_flops
-from labs.cost.memory import bytes_per_param
+from labs.cost.memory import bytes_per_param, memory
 from labs.cost.scaling import optimal_split
 
 
@@ -39,12 +41,22 @@ def carbon_exercise(full_mwh: float = presets.GPT3_MWH, full_tonnes: float = pre
     }
 
 
+NOT_IN_THE_COURSE = "LM Lab's computation: in none of the course's documents"
+
+
+def _figure(label: str, *quote_ids: str) -> dict:
+    """The row's label, where its figure is from and the course's words for it (course_quotes' entries)."""
+    quotes = [course_quotes.get(i) for i in quote_ids]
+    return {"figure": label, "source": quotes[0].cite if quotes else NOT_IN_THE_COURSE,
+            "quotes": [q.text for q in quotes]}
+
+
 def _bert_row() -> dict:
     bert, s = presets.MODELS["BERT-base"], presets.STRUBELL_BERT
     est = cost(bert.params, bert.tokens, "V100")
     hours = s["gpus"] * s["hours"]
     achieved = training_flops(bert.params, bert.tokens) / (hours * 3600) / presets.DEVICES["V100"].peak["mixed"]
-    return {"figure": "BERT pre-training: “$7,000 compute”",
+    return {**_figure("BERT's pre-training cost", "cost_bert"),
             "estimate": f"6·N·D = {est['flops']:.3g} FLOPs → {est['device_hours']:,.0f} V100-hours at 40 % → "
                         f"${est['cost']:,.0f} at $2.48/h",
             "note": f"$7,000 sits inside Strubell et al. 2019's measured range: {s['gpus']} V100s × {s['hours']} h = "
@@ -59,7 +71,7 @@ def _gpt3_cost_row() -> dict:
     lam = cost(gpt3.params, gpt3.tokens, "V100", utilisation=presets.LAMBDA_V100_FLOPS / 125e12,
                price_per_hour=presets.LAMBDA_V100_PRICE)
     ours = cost(gpt3.params, gpt3.tokens, "V100")
-    return {"figure": "GPT-3: “$4.6M”",
+    return {**_figure("GPT-3's cost", "cost_gpt3_cost"),
             "estimate": f"{lam['device_hours'] / 8766:,.0f} V100-years at 28 TFLOP/s × $1.50/h = "
                         f"${lam['cost'] / 1e6:.2f}M; "
                         f"at 40 % and $2.48/h: ${ours['cost'] / 1e6:.2f}M",
@@ -73,50 +85,60 @@ def _gpt3_energy_row() -> dict:
     real = cost(gpt3.params, gpt3.tokens, "V100", utilisation=training_flops(gpt3.params, gpt3.tokens) / (
         hours * 3600 * 125e12), power_watts=330, grid_g_per_kwh=429)
     ours = cost(gpt3.params, gpt3.tokens, "V100", grid_g_per_kwh=429)
-    return {"figure": "GPT-3: “1,287 MWh, 552 t CO₂e”",
+    return {**_figure("GPT-3's energy and CO₂", "cost_gpt3_energy", "cost_gpt3_co2"),
             "estimate": f"Patterson's hardware (10,000 V100s × 14.8 days, 330 W, PUE 1.1, 429 g/kWh): "
                         f"{real['kwh'] / 1000:,.0f} MWh, {real['co2_tonnes']:,.0f} t; at 40 % utilisation, 300 W: "
                         f"{ours['kwh'] / 1000:,.0f} MWh, {ours['co2_tonnes']:,.0f} t",
-            "note": f"Agrees with Patterson et al. 2021 from their hardware. At 40 % the calculator halves it: the "
-                    f"real run reached ≈ {real['utilisation']:.0%} of the V100's peak."}
+            "note": f"Agrees with Patterson et al. 2021 (1,287 MWh, 552 t CO₂e) from their hardware. At 40 % the "
+                    f"calculator halves it: the real run reached ≈ {real['utilisation']:.0%} of the V100's peak."}
 
 
 def _finetune_row() -> dict:
     llama, bert = presets.MODELS["LLaMA-2 7B"], presets.MODELS["BERT-base"]
     big = cost(llama.params, 1e9, "A100")
     small = cost(bert.params, 100e3 * 128 * 3, "T4")
-    return {"figure": "Fine-tuning: “$50–$500”",
+    return {**_figure("What a fine-tune costs", "cost_finetune"),
             "estimate": f"LLaMA-2 7B on 1B tokens, A100 at 40 %: ${big['cost']:,.0f}; BERT-base on 100k examples × "
                         f"128 tokens × 3 epochs, T4: ${small['cost']:,.2f}",
-            "note": "Depends on the model and data more than on the method: $50–$500 fits a 7B model on ≈ 0.2–2B "
+            "note": "Depends on the model and data more than on the method: $50 to $500 fits a 7B model on ≈ 0.2–2B "
                     "tokens; a BERT-size fine-tune costs cents of compute (people and repeated runs cost more)."}
 
 
 def _chinchilla_row() -> dict:
     params, tokens = optimal_split(training_flops(*presets.CHINCHILLA_1B))
-    return {"figure": "Chinchilla rule printed as “N ≈ 20 D”",
+    return {**_figure("Chinchilla's rule (N ≈ 20 D as printed)", "course_chinchilla"),
             "estimate": f"D ≈ 20·N: 1B parameters → {presets.TOKENS_PER_PARAM * 1e9 / 1e9:.0f}B tokens (paper, "
                         f"table 3: 20.2B); the optimal split of that compute: N = {params:.3g}, D = {tokens:.3g}",
-            "note": "Inverted: the compute-optimal data size is about 20 tokens per parameter, D ≈ 20 N. "
-                    "“N ≈ 20 D” would train 1B parameters on 50M tokens."}
+            "note": "Inverted (ERRATA 13): the compute-optimal data size is about 20 tokens per parameter, D ≈ 20 N. "
+                    "N ≈ 20 D, as printed, would train 1B parameters on 50M tokens."}
 
 
-def _bytes_row() -> dict:
+def _memory_row() -> dict:
+    """ERRATA 14: the textbook's "halves" against the bytes each part takes, BERT-base at batch 8 × 512."""
     mixed, fp32 = bytes_per_param("mixed", "adam"), bytes_per_param("fp32", "adam")
-    return {"figure": "Training memory: “16 bytes per parameter”",
-            "estimate": f"mixed precision + Adam: 2 + 2 + 4 + 4 + 4 = {mixed['total']}; fp32 + Adam: "
-                        f"4 + 4 + 4 + 4 = {fp32['total']}",
-            "note": "Agrees (Rajbhandari et al. 2020, ZeRO). Activations come on top and grow with batch × length."}
+    m, f = (memory(presets.MODELS["BERT-base"].params, p)["training"] for p in ("mixed", "fp32"))
+    gib = 2 ** 30
+    return {**_figure("Training memory with mixed precision", "course_mixed_precision"),
+            "estimate": f"bytes per parameter with Adam: mixed precision 2 + 2 + 4 + 4 + 4 = {mixed['total']}, fp32 "
+                        f"4 + 4 + 4 + 4 = {fp32['total']}. BERT-base, batch 8 × 512: weights, gradients and optimizer "
+                        f"{(m['total'] - m['activations']) / gib:.2f} GiB either way; activations "
+                        f"{f['activations'] / gib:.1f} → {m['activations'] / gib:.1f} GiB; in all "
+                        f"{f['total'] / gib:.1f} → {m['total'] / gib:.1f} GiB",
+            "note": "Differs (ERRATA 14): with Adam, mixed precision keeps an fp32 master copy, so weights, gradients "
+                    "and optimizer state stay at 16 bytes per parameter (Rajbhandari et al. 2020, ZeRO); only the "
+                    "activations halve, so memory falls only where activations dominate."}
 
 
 def _gpt3_flops_row() -> dict:
     gpt3 = presets.MODELS["GPT-3 175B"]
-    return {"figure": "GPT-3: “3.14 × 10²³ FLOPs”",
-            "estimate": f"6 × 175e9 × 300e9 = {training_flops(gpt3.params, gpt3.tokens):.3g}",
-            "note": "Agrees (Brown et al. 2020, table D.1)."}
+    return {**_figure("GPT-3's training compute"),
+            "estimate": f"6 × 175e9 × 300e9 = {training_flops(gpt3.params, gpt3.tokens):.3g} FLOPs",
+            "note": "Not a course figure: 6·N·D, LM Lab's computation, beside Brown et al. 2020 (table D.1: "
+                    "3.14 × 10²³ FLOPs), which it reproduces."}
 
 
 def course_figures() -> list[dict]:
-    """Each quoted figure, the calculator's estimate, and a note: {"figure", "estimate", "note"}."""
-    return [row() for row in (_bert_row, _gpt3_cost_row, _gpt3_energy_row, _gpt3_flops_row, _finetune_row,
-                              _chinchilla_row, _bytes_row)]
+    """Each figure with where it is from and the course's words for it, the calculator's estimate, and a note:
+    {"figure", "source", "quotes", "estimate", "note"}. A row whose figure is in no document says so in "source"."""
+    return [row() for row in (_bert_row, _gpt3_cost_row, _gpt3_energy_row, _finetune_row, _chinchilla_row,
+                              _memory_row, _gpt3_flops_row)]

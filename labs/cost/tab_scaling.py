@@ -12,7 +12,7 @@ from labs.cost import course, presets, scaling
 from labs.cost.figures import count, scaling_figure, sci
 
 GPT3_COMPUTE = 6 * 175e9 * 300e9
-COURSE_HEADERS = ["The course's figure", "The calculator's estimate", "Note"]
+COURSE_HEADERS = ["The figure: the course's words, or LM Lab's", "The calculator's estimate", "Note"]
 
 
 def on_scaling(compute):
@@ -37,9 +37,16 @@ def on_exercise(full_mwh, full_tonnes, full_cost, finetune_mwh) -> str:
     return exercise_text(course.carbon_exercise(full_mwh, full_tonnes, full_cost, finetune_mwh))
 
 
+def figure_cell(r: dict) -> str:
+    """The figure's label, where it is from and the course's words exactly as written (LaTeX's \\$ included), in
+    code spans."""
+    words = " ".join("`" + q.replace("|", "\\|").replace("`", "'") + "`" for q in r["quotes"])
+    return f"**{ui.md(r['figure'])}**: {ui.md(r['source'])}" + (f" {words}" if words else "")
+
+
 def course_table() -> str:
     """A Markdown table: it wraps, reads in the body font and never scrolls (a projector's needs)."""
-    rows = [f"| {ui.md(r['figure'])} | {ui.md(r['estimate'])} | {ui.md(r['note'])} |" for r in course.course_figures()]
+    rows = [f"| {figure_cell(r)} | {ui.md(r['estimate'])} | {ui.md(r['note'])} |" for r in course.course_figures()]
     return "\n".join([f"| {' | '.join(COURSE_HEADERS)} |", "|---|---|---|", *rows])
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from labs.core.errors import BadInput, check_text
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work import lm
 from labs.embeddings import compute
 
@@ -39,13 +40,11 @@ The film was a complete success.
 She sold her old car yesterday.
 Our train to London was on time this morning.
 How do I reset my router?"""
-# What the course says, verbatim (tests/test_pooling.py checks each is in its document).
+# What the course says: course_quotes' entries (tests/test_course_quotes.py checks each under its heading).
 TEXTBOOK, LECTURE = "003_4e137ff2e23b0b86.txt", "000_e134d1b9ed4e6724.txt"
-QUOTE_TEXTBOOK = ('The [CLS] token representation is often used as a "sentence embedding." However, research '
-                  "(Reimers and Gurevych, 2019) has shown that the mean of all token embeddings sometimes produces "
-                  "better sentence representations, especially for tasks like semantic similarity.")
-QUOTE_LECTURE = "Output of [CLS]: Sentence embedding for sentiment classification"
-LECTURE_SLIDE = "BERT's Special Tokens"
+QUOTE_TEXTBOOK = course_quotes.text("pooling_textbook")
+QUOTE_LECTURE = course_quotes.text("pooling_lecture")
+LECTURE_SLIDE = course_quotes.get("pooling_lecture").where
 SENTENCE_TRANSFORMERS_MODES = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean",
                                "pooling_mode_max_tokens": "max"}
 

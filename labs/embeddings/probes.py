@@ -22,6 +22,7 @@ import numpy as np
 
 from labs.core.errors import BadInput, check_name
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work import lm
 from labs.core.work.jobs import JOBS
 
@@ -29,13 +30,9 @@ PROBES_FILE = Path(__file__).resolve().parents[2] / "assets" / "probes.tsv"
 FAMILIES = ("encoder", "masked")  # models that read the whole sentence (BERT-like)
 MAX_POSITION = 8  # the position probe: tokens 1..8 of every sentence
 FOLDS = 4
-# The course's words (Textbook 20.8.1), verbatim: tests/test_probes.py finds each under the section.
+# The course's words (Textbook 20.8.1): course_quotes' entries, checked under the section.
 TEXTBOOK, SECTION = "003_4e137ff2e23b0b86.txt", "20.8.1 What Do Different Layers Capture?"
-QUOTES = ("Research (Jawahar et al., 2019; Tenney et al., 2019) has shown that BERT's layers encode a hierarchy of "
-          "linguistic information:",
-          "- Lower layers (1--4): Surface-level features---part-of-speech tags, simple syntax.",
-          "- Middle layers (5--8): Syntactic structure---parse trees, dependency relations.",
-          "- Upper layers (9--12): Semantic features---coreference, entity types, semantic roles.")
+QUOTES = tuple(course_quotes.text(f"probes_{k}") for k in range(4))
 BANDS = ("lower", "middle", "upper")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.embeddings import compute
 
 EXAMPLE = ("king", "man", "woman", "queen")
@@ -21,16 +22,11 @@ EXAMPLES = (EXAMPLE, ("paris", "france", "italy", "rome"), ("bigger", "big", "sm
             ("walking", "walk", "swim", "swimming"), ("cats", "cat", "dog", "dogs"))
 NAMES = ("word A", "word B", "word C")  # A − B + C, as the messages name them
 TOP_K, MAX_TOP_K = 10, 50
-# Textbook 20.1.2's two sentences (quoted verbatim): one "bank", two senses.
-BANK_SENTENCES = ("I deposited money at the bank.", "We had a picnic on the river bank.")
-# What the course says, verbatim (tests/test_embeddings_static.py checks each is in its document).
+# Textbook 20.1.2's two sentences (course_quotes' entries): one "bank", two senses.
+BANK_SENTENCES = (course_quotes.text("static_bank_0"), course_quotes.text("static_bank_1"))
+# What the course says (course_quotes' entries; tests/test_course_quotes.py checks each under its heading).
 TEXTBOOK = "003_4e137ff2e23b0b86.txt"
-QUOTE_ANALOGY = ("Both approaches learn embeddings by optimizing a prediction objective over a large unlabeled "
-                 "corpus. The resulting vectors capture remarkable semantic relationships---the famous example "
-                 "being:")
-QUOTE_FORMULA = (r'$$\text{vec}(\text{"king"}) - \text{vec}(\text{"man"}) + \text{vec}(\text{"woman"}) '
-                 r'\approx \text{vec}(\text{"queen"})$$')
-QUOTE_STATIC = "Both Word2Vec and GloVe produce a single fixed vector per word type. This is their fundamental limitation."
+QUOTE_ANALOGY, QUOTE_FORMULA, QUOTE_STATIC = (course_quotes.text(f"static_{k}") for k in ("analogy", "formula", "static"))
 QUOTES = (QUOTE_ANALOGY, QUOTE_FORMULA, QUOTE_STATIC) + BANK_SENTENCES
 
 

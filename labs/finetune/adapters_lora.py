@@ -23,6 +23,7 @@ from pathlib import Path
 
 from labs.core.errors import check_int
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import bottleneck
 from labs.finetune.data import builtin_data
@@ -39,17 +40,9 @@ ADAPTER_RATE = LORA_RATE = 5e-4  # new weights that start at zero learn slowly a
 TRAIN_EXAMPLES, BATCH = 200, 16
 TIMING_REPEATS = 15
 SECONDS_PER_STEP = 0.25
-# The textbook's words, verbatim (tests/test_finetune_adapters_lora.py checks each under its section).
-COURSE = (
-    ("Textbook 20.14.3", "Adapters and Prefix Tuning",
-     "With adapter dimension 64, this adds about 3.6% parameters to BERT-Base while achieving 97--99% of full "
-     "fine-tuning performance."),
-    ("Textbook 20.14.2", "LoRA: Low-Rank Adaptation",
-     "Same inference speed: At inference time, $\\mathbf{B}\\mathbf{A}$ is merged into $\\mathbf{W}$, adding zero "
-     "latency."),
-    ("Textbook 20.14.2", "LoRA: Low-Rank Adaptation",
-     "Tiny storage per task: Only the low-rank matrices need to be saved (typically < 1% of model size)."),
-)
+# The textbook's words: course_quotes' entries, as (document and number, section title, text).
+COURSE = tuple((f"Textbook {q.where.split(' ', 1)[0]}", q.where.split(" ", 1)[1], q.text)
+               for q in map(course_quotes.get, ("adapters_0", "adapters_1", "adapters_2")))
 
 
 @dataclasses.dataclass(frozen=True)

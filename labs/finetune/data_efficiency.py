@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from labs.core.errors import BadInput, check_int
 from labs.core.models import models
-from labs.core.ui import plots
+from labs.core.ui import course_quotes, plots
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import tasks
 from labs.finetune.shared_runs import data_key
@@ -31,26 +31,11 @@ OVERHEAD_STEPS = 4  # loading and the evaluations of one run, in training steps'
 SECONDS_PER_STEP = 0.15  # a first guess (MiniLM, batch 8, 2 cores), replaced by measured runs
 LECTURE = "Lecture, Week 6"
 SLIDE = "Worked Example: Data Efficiency of Pre-training"
-# The slide's lines, verbatim and in order (tests/test_finetune_data_efficiency.py checks them).
-WORKED_EXAMPLE = (
-    "Experiment: Sentiment classification on product reviews",
-    "Approach A - Train from Scratch:",
-    "- Architecture: LSTM (2 layers, 512 hidden)",
-    "- Training data: 10,000 labeled reviews",
-    "- Training time: 6 hours on GPU",
-    "- Test accuracy: 78.3%",
-    "Approach B - Fine-tune GPT-2:",
-    "- Base model: GPT-2 (1.5B parameters, pre-trained)",
-    "- Training data: 100 labeled reviews (100x less!)",
-    "- Training time: 10 minutes on GPU",
-    "- Test accuracy: 91.7%",
-    "Result: 100 examples + GPT-2 $>$ 10,000 from scratch",
-    "100x less data, 36x faster, 17% better accuracy",
-    "This is the power of transfer learning - pre-training solves the data problem",
-)
+# The slide's lines, in order, and ULMFiT's claim: course_quotes' entries (checked under their headings).
+WORKED_EXAMPLE = tuple(q.text for q in course_quotes.QUOTES if q.id.startswith("data_efficiency_")
+                       and q.id[len("data_efficiency_"):].isdigit())
 ULMFIT_WHERE = ("Lecture, Pre-training Strategies", "ULMFiT")  # the paper's abstract on the slide
-ULMFIT_CLAIM = ("with only 100 labeled examples, it matches the performance of training from scratch on 100 \\times "
-                "more data.")
+ULMFIT_CLAIM = course_quotes.text("data_efficiency_ulmfit")
 
 
 def check(model, task="sentiment", sizes=None, seed=0) -> tuple[list[Settings], object]:

@@ -16,15 +16,13 @@ import re
 from dataclasses import dataclass
 
 from labs.core.errors import BadInput, check_number
+from labs.core.ui import course_quotes
 
-# The course's words (tests/test_gradient_step.py checks each against the documents, verbatim).
-HANDOUT_WHERE = "B3: Fine-tuning Mathematics"
-HANDOUT_RULE = ("$$\\theta_{\\text{new}} = \\theta_{\\text{pretrained}} + \\alpha \\cdot \\nabla_{\\theta} "
-                "L_{\\text{task}}$$")
-HANDOUT_ALPHA = "where α is the learning rate (typically small: 2e-5)"
-TEXTBOOK_WHERE = "20.7.1 Fine-Tuning (Updating All Parameters)"
-TEXTBOOK_QUOTE = ("In fine-tuning, the pre-trained model's weights are updated during training on the "
-                  "downstream task.")
+# The course's words: course_quotes' entries (tests/test_course_quotes.py checks each under its heading).
+HANDOUT_WHERE = course_quotes.get("step_rule").where
+HANDOUT_RULE, HANDOUT_ALPHA = course_quotes.text("step_rule"), course_quotes.text("step_alpha")
+TEXTBOOK_WHERE = course_quotes.get("step_textbook").where
+TEXTBOOK_QUOTE = course_quotes.text("step_textbook")
 
 # The two features the tab counts in a review (x₁, x₂): small lists, shown to the student.
 POSITIVE = ("good", "great", "lovely", "excellent", "friendly", "wonderful", "delicious", "tasty", "love", "loved",

@@ -8,6 +8,7 @@ import dataclasses
 import math
 from collections.abc import Iterator
 
+from labs.core.ui import course_quotes
 from labs.core.work.jobs import JOBS, Ticket
 from labs.finetune import tasks
 from labs.finetune.strategies import DEFAULTS, Settings, check_settings
@@ -16,30 +17,30 @@ from labs.finetune.training import RunResult, train
 LECTURE = "Lecture, Week 6"
 APPENDIX = "Appendix D: Fine-tuning Recipes by Task"
 MECHANICS = "Fine-tuning: The Mechanics"
-START = "Start with these proven recipes, then experiment"  # the appendix's last line
-GENERAL_RATE, GENERAL_EPOCHS = "Learning rate: 2e-5, 3e-5, 5e-5", "Epochs: 2-4"  # the mechanics slide
+START = course_quotes.text("recipe_start")  # the appendix's last line
+GENERAL_RATE, GENERAL_EPOCHS = course_quotes.text("recipe_rate"), course_quotes.text("recipe_epochs")  # mechanics
 
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
     task: str
-    quote: str  # the course's words, verbatim (an appendix row keeps its tabs)
+    quote: str  # the course's words: course_quotes' entries (an appendix row keeps its tabs)
     where: str  # the slide it is on
     course: tuple[float, int]  # the course's setting run here: its rate, the top of its epoch range
     why: str  # one line: why this lab's default differs
 
 
 RECIPES = {
-    "sentiment": Recipe("sentiment", "Sentiment\t2e-5\t3-4\tFull fine-tuning", APPENDIX, (2e-5, 4),
+    "sentiment": Recipe("sentiment", course_quotes.text("recipe_sentiment"), APPENDIX, (2e-5, 4),
                         "5e-5 is the top of the course's own range (“" + GENERAL_RATE + "”): {steps} steps an "
                         "epoch are few updates, and the new head starts random."),
     "pair": Recipe("pair", f"{GENERAL_RATE} · {GENERAL_EPOCHS}", MECHANICS, (5e-5, 4),
                    "The appendix has no row for sentence pairs; {steps} steps an epoch on all-MiniLM-L6-v2 (6 layers, "
                    "384 wide): a higher rate and more epochs (chosen with python -m tests.benchmarks finetune_tasks)."),
-    "ner": Recipe("ner", "Named Entities\t5e-5\t3\tFull fine-tuning", APPENDIX, (5e-5, 3),
+    "ner": Recipe("ner", course_quotes.text("recipe_ner"), APPENDIX, (5e-5, 3),
                   "A new, random head labels every word with one of 7 tags from {steps} steps an epoch: a higher rate "
                   "and more epochs."),
-    "qa": Recipe("qa", "Custom QA\t5e-5\t3-4\tFull fine-tuning", APPENDIX, (5e-5, 4),
+    "qa": Recipe("qa", course_quotes.text("recipe_qa"), APPENDIX, (5e-5, 4),
                  "Two new, random heads (start and end) choose among up to 160 token positions from {steps} steps an "
                  "epoch: a higher rate and more epochs."),
 }

@@ -213,7 +213,7 @@ def build(demo: gr.Blocks) -> None:
               **tab_ulmfit.build(demo)}  # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage
     extras = extras_section()
     step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
-    ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"))
+    ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"), ("ner_subwords", "which word pieces get the NER label"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
             scratch=s.scratch, data=source, **step, **panels)

@@ -10,7 +10,7 @@ import html
 import gradio as gr
 import pandas as pd
 
-from labs.core.ui import plots, ui
+from labs.core.ui import course_quotes, plots, ui
 from labs.core.work.jobs import JobGone, Queued
 from labs.finetune import compare, report, shared_runs, strategies, tasks
 from labs.finetune.training import RunResult
@@ -26,8 +26,8 @@ RATES_NOTE = (f"**Each strategy's learning rate** (the table's second column): t
               "peft's own count (`get_nb_trainable_parameters`, the task head included). Prompt and prefix tuning "
               "change no weight of the encoder: their forgetting columns measure the encoder without the virtual "
               "tokens. Prompt tuning runs on the sentence tasks only (its virtual tokens would move NER's and QA's "
-              "labelled positions). The course: “Prompt tuning | Soft prompts only | Very large models” (Summary "
-              "sheet, Fine-tuning Strategies).")
+              "labelled positions). The course (" + course_quotes.get("prompt_tuning").cite + "): “"
+              + course_quotes.text("prompt_tuning") + "”.")
 
 
 def section() -> tuple:

@@ -59,7 +59,9 @@ def ner_html(pieces: list[dict]) -> str:
         else:
             cells.append(cell(p["token"], p["label"], COLOURS.get(p["label"][2:], "#ffffff")))
     return ("<p>Each word's label sits on its <b>first piece</b>; continuation pieces (##…) and special tokens "
-            f"carry <b>-100</b> and are ignored in the loss.</p><div>{''.join(cells)}</div>")
+            "carry <b>-100</b> and are ignored in the loss: the textbook's way (20.6.4). The summary sheet trains "
+            "every piece instead; both are used (<a href='?tab=choosing&check=ner_subwords'>Check the course</a>)."
+            f"</p><div>{''.join(cells)}</div>")
 
 
 def qa_html(result: dict) -> str:

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from labs.core.errors import BadInput, check_int
 from labs.core.models import models
-from labs.core.ui import plots
+from labs.core.ui import course_quotes, plots
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import training
 from labs.finetune.data import builtin_data, take_train
@@ -30,18 +30,9 @@ from labs.finetune.strategies import Settings
 FAMILIES = ("causal", "masked")  # a language model with its own pre-training head
 STRATEGIES = "Lecture, Pre-training Strategies"
 SLIDE = "ULMFiT"
-# The lecture's three stages, verbatim (two slides titled "ULMFiT"; tests/test_finetune_ulmfit.py checks them).
-STAGES = (
-    ("Pretraining", "Pretraining : predict the next word based on the previous words. This task is referred to as "
-                    "language modeling. *no labeled data is required*, and one can make use of abundantly available "
-                    "text from sources such as Wikipedia."),
-    ("Domain adaptation", "Domain adaptation Once the language model is pretrained on a large-scale corpus, the next "
-                          "step is to adapt it to the in-domain corpus (e.g., IMDB movie review corpus.). This stage "
-                          "still uses *language modeling*, but now the model has to predict the next word in the "
-                          "target corpus."),
-    ("Fine-tuning", "Fine-tuning In this step, the language model is fine-tuned with a **classification layer for the "
-                    "target task**"),
-)
+# The lecture's three stages: course_quotes' entries (two slides are titled "ULMFiT"; checked under them).
+STAGES = tuple(zip(("Pretraining", "Domain adaptation", "Fine-tuning"),
+                   (course_quotes.text(f"ulmfit_{k}") for k in range(3))))
 LIMITS = {"labelled": (8, 264), "lm_epochs": (1, 5), "epochs": (1, 10)}
 DEFAULTS = {"labelled": 32, "lm_epochs": 1, "epochs": 5, "seed": 0}
 BATCH = 8

@@ -81,19 +81,24 @@ def check_counts(n, bidirectional_answer, causal_answer) -> list[tuple[str, int 
 class MaskedSoftmax:
     tokens: list[str]
     scores: np.ndarray  # raw attention scores q·k/√d (made up, rounded for reading)
-    masked_scores: np.ndarray  # scores + (1 − M)·(−∞)
+    masked_scores: np.ndarray  # where(M = 1, scores, −∞): masked_fill, as implementations do
     weights: np.ndarray  # softmax of each row
+    slide_way: np.ndarray  # the slide's scores + (1 − M)·(−∞), as written: NaN wherever M = 1 (0·(−∞) = NaN)
 
 
 def masked_softmax_example(tokens: list[str], seed: int = 0) -> MaskedSoftmax:
-    """`scores + (1 − M)·(−∞)` then softmax, on the sentence's first few tokens: the masked
-    weights come out exactly 0 and every row still sums to 1."""
+    """where(M = 1, scores, −∞) then softmax, on the sentence's first few tokens: the masked weights come out
+    exactly 0 and every row still sums to 1. The slide's scores + (1 − M)·(−∞) is computed too, as written, to
+    show why implementations fill instead of multiply (ERRATA 15)."""
     tokens = tokens[:ARITHMETIC_TOKENS]
     n = len(tokens)
+    mask = causal_mask(n)
     scores = np.round(np.random.default_rng(seed).normal(0, 1.5, (n, n)), 1)
-    masked = np.where(causal_mask(n) == 1, scores, -np.inf)
+    masked = np.where(mask == 1, scores, -np.inf)
     shifted = np.exp(masked - masked.max(axis=1, keepdims=True))  # exp(−∞) is exactly 0
-    return MaskedSoftmax(tokens, scores, masked, shifted / shifted.sum(axis=1, keepdims=True))
+    with np.errstate(invalid="ignore"):  # 0 · (−∞) is NaN: the point being shown
+        slide_way = scores + (1 - mask) * -np.inf
+    return MaskedSoftmax(tokens, scores, masked, shifted / shifted.sum(axis=1, keepdims=True), slide_way)
 
 
 def padding_masks(sentence_a, sentence_b) -> dict:

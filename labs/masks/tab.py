@@ -10,7 +10,7 @@ import pandas as pd
 
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
-from labs.core.ui import plots, ui
+from labs.core.ui import course_quotes, plots, ui
 from labs.masks import compute
 from labs.masks.compute import EXAMPLE
 
@@ -54,10 +54,16 @@ def counts_text(n: int, c: dict) -> str:
 def arithmetic(tokens: list[str]):
     """The masked-softmax explanation and its two heatmaps (masked scores, weights)."""
     ex = compute.masked_softmax_example(tokens)
-    text = (f"On the first {len(ex.tokens)} tokens, with made-up scores. Masked entries become −∞; exp(−∞) = 0, so "
-            "their weights are exactly 0. Row sums: " + ", ".join(f"{s:.6f}" for s in ex.weights.sum(axis=1)))
+    slide = course_quotes.get("course_mask_nan")
+    nans = int(np.isnan(ex.slide_way).sum())
+    text = (f"On the first {len(ex.tokens)} tokens, with made-up scores. Masked entries are set to −∞ (masked_fill: "
+            "where M = 0, −∞); exp(−∞) = 0, so their weights are exactly 0. Row sums: "
+            + ", ".join(f"{s:.6f}" for s in ex.weights.sum(axis=1))
+            + f"\n\nThe slide ({ui.md(slide.cite)}) writes it `{slide.text}`. Computed that way, as written, "
+            f"{nans} of the {ex.slide_way.size} scores are NaN (every allowed one: 0 · (−∞) = NaN in floating point), "
+            "and softmax turns every row NaN: implementations fill instead of multiplying (ERRATA 15).")
     shown = np.where(np.isinf(ex.masked_scores), np.nan, ex.masked_scores)
-    return (text, plots.heatmap(shown, ex.tokens, title="scores + (1 − M)·(−∞)  (blank = −∞)", zmin=None,
+    return (text, plots.heatmap(shown, ex.tokens, title="masked_fill(M = 0, −∞)  (blank = −∞)", zmin=None,
                                 text_format="%{z:.1f}", colorscale="RdBu"),
             plots.heatmap(np.round(ex.weights, 3), ex.tokens, title="softmax: masked weights are 0",
                           text_format="%{z:.3f}", zmin=0, zmax=1))
@@ -162,7 +168,7 @@ def counting_section() -> SimpleNamespace:
             causal = gr.Number(None, label="Your answer: allowed connections, causal", precision=0)
         check = gr.Button("Check my answer")
         verdict = gr.Markdown()
-    with gr.Accordion("The arithmetic: scores + (1 − M)·(−∞), then softmax", open=False):
+    with gr.Accordion("The arithmetic: mask the scores with −∞, then softmax", open=False):
         text = gr.Markdown()
         with gr.Row():
             scores, weights = gr.Plot(label="masked scores"), gr.Plot(label="weights")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from labs.core.errors import BadInput
 from labs.core.models import models
+from labs.core.ui.course_quotes import text as course
 
 MAX_MASK_LENGTH = 2048  # the masks are built and counted (a 2,048² mask is 4 M booleans)
 MAX_TEMPERATURE = 5.0
@@ -225,19 +226,19 @@ def architecture_table() -> dict:
 
 
 # ---- B4.2: task matching, from the course's own words ------------------------------------------------------
-TASKS = {  # task: (best, also accepted, the course's words, the transformers head class of the best family)
-    "sentiment": ("BERT", (), "Lecture, Week 6: “BERT Applications:” … “Sentiment analysis”",
+_BERT_WHEN = f"Lecture, Week 6: “{course('partb_use_bert_title')}” “{course('partb_use_bert')}”"
+_T5_WHEN = f"Textbook 20.10.7: “{course('partb_use_t5')}”"
+TASKS = {  # task: (best, also accepted, the course's words (course_quotes' entries), the best family's head class)
+    "sentiment": ("BERT", (), f"Lecture, Week 6: “{course('partb_bert_apps')}” … “{course('partb_sentiment')}”",
                   "BertForSequenceClassification"),
-    "generation": ("GPT", (), "Lecture, Week 6: “Use GPT When:” “**Task:** Generation, completion, dialogue”",
+    "generation": ("GPT", (), f"Lecture, Week 6: “{course('partb_use_gpt_title')}” “{course('partb_use_gpt')}”",
                    "GPT2LMHeadModel"),
-    "qa": ("BERT", ("T5",), ("Lecture, Week 6: “Use BERT When:” “**Task:** Classification, QA, NER”; Textbook: "
-                            "T5 for “open-ended QA”"), "BertForQuestionAnswering"),
-    "translation": ("T5", (), ("Textbook 20.10.7: “Use T5 when: - Your task requires generating variable-length text "
-                              "output (summarization, translation, open-ended QA).”"), "T5ForConditionalGeneration"),
-    "summarization": ("T5", ("GPT",), ("Textbook 20.10.7 (the same line); the lecture lists “Text summarization "
-                                      "(generative)” among GPT's applications"), "T5ForConditionalGeneration"),
-    "ner": ("BERT", (), "Lecture, Week 6: “Use BERT When:” “**Task:** Classification, QA, NER”",
-            "BertForTokenClassification"),
+    "qa": ("BERT", ("T5",), f"{_BERT_WHEN}; Textbook: T5 for “{course('partb_open_qa')}”", "BertForQuestionAnswering"),
+    "translation": ("T5", (), _T5_WHEN, "T5ForConditionalGeneration"),
+    "summarization": ("T5", ("GPT",), ("Textbook 20.10.7 (the same line); the lecture lists "
+                                      f"“{course('partb_gpt_summarization')}” among GPT's applications"),
+                      "T5ForConditionalGeneration"),
+    "ner": ("BERT", (), _BERT_WHEN, "BertForTokenClassification"),
 }
 
 
@@ -268,9 +269,9 @@ RUN_STEPS = run_steps(16, 3)  # batch 16, 3 epochs: 13 × 3 = 39 steps
 def course_recipe() -> dict:
     ranges = {"lr": (2e-5, 5e-5), "batch": (16, 32), "epochs": (2, 4), "warmup": (1, round(0.2 * RUN_STEPS)),
               "decay": (0.0, 0.1)}
-    markdown = ("The course's recipe (Lecture, Week 6, “Hyperparameters:”): “Learning rate: 2e-5, 3e-5, 5e-5”, "
-                "“Batch size: 16 or 32”, “Epochs: 2-4”, “Warmup: 10% of steps”; Textbook 20.6.6: "
-                "“Weight decay | 0.01”. Accepted: a learning rate from 2e-5 to 5e-5, a batch of 16 to 32, 2 to 4 "
+    markdown = (f"The course's recipe (Lecture, Week 6, “{course('partb_hyper_title')}”): “{course('recipe_rate')}”, "
+                f"“{course('partb_batch')}”, “{course('recipe_epochs')}”, “{course('partb_warmup')}”; Textbook 20.6.6: "
+                f"“{course('partb_weight_decay')}”. Accepted: a learning rate from 2e-5 to 5e-5, a batch of 16 to 32, 2 to 4 "
                 f"epochs, warm-up from 1 to {ranges['warmup'][1]} steps (10 % of this run's {RUN_STEPS} steps is 4; "
                 "a BERT run on a bigger set has more), weight decay from 0 to 0.1. `requires_grad = False` freezes "
                 "the embeddings, as the code's comment asks.\n\nThe handout's code uses `TrainingArguments` without "

@@ -24,6 +24,7 @@ import numpy as np
 
 from labs.core.errors import BadInput, check_choice, check_int, check_text
 from labs.core.models import gpt2_offline, models
+from labs.core.ui import course_quotes
 
 TRANSFORMS = ("mask", "delete", "infill", "permute", "rotate")
 NAMES = {"mask": "Token masking", "delete": "Token deletion", "infill": "Text infilling",
@@ -40,16 +41,10 @@ NOT_MEASURED = (f"BART's reconstruction: not measured here: needs {BART} from th
                 "byte-level BPE, whose real merges ship offline.")
 IDS_NOTE = ("The pieces are BART's (GPT-2's byte-level BPE, read offline from openai-whisper's copy); BART numbers "
             "them in its own dictionary, so their ids are not shown without BART.")
-# The course's words (Textbook 20.12.3), verbatim: tests/test_bart_noise.py finds each in the document.
+# The course's words (Textbook 20.12.3): course_quotes' entries, checked under the section.
 TEXTBOOK, SECTION = "003_4e137ff2e23b0b86.txt", "20.12.3 BART: Denoising Sequence-to-Sequence"
-QUOTE = ("BART (Lewis et al., 2020) generalizes BERT's denoising approach with an encoder-decoder architecture. "
-         "The encoder processes a corrupted document, and the decoder reconstructs the original.")
-QUOTE_ITEMS = {"mask": "Token masking (like BERT)",
-               "delete": "Token deletion (model must determine which positions are missing)",
-               "infill": ("Text infilling (replacing spans with a single\n[MASK], requiring the model to predict span "
-                          "length)"),
-               "permute": "Sentence permutation",
-               "rotate": "Document rotation (model must find the true start)"}
+QUOTE = course_quotes.text("bart")
+QUOTE_ITEMS = {k: course_quotes.text(f"bart_{k}") for k in ("mask", "delete", "infill", "permute", "rotate")}
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 
 from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work import lm
 from labs.pretraining import masking
 
@@ -32,12 +33,8 @@ NEEDS_DISCRIMINATOR = ("Discriminator: not measured here: needs google/electra-s
                        "LAB_EXTRA_MODELS=google/electra-small-discriminator).")
 TOKENS_NOTE = ("The tokens are all-MiniLM-L6-v2's uncased WordPiece, the vocabulary ELECTRA and bert-base-uncased "
                "use.")
-COURSE = (
-    ("003", "Textbook 20.12.2",
-     ("ELECTRA's replaced token detection learns from all tokens: at every position, the model must decide "
-      "whether the token is original or replaced.")),
-    ("003", "Textbook 20.12.2", "This 6.7x increase in training signal per sequence"),
-    ("003", "Textbook 20.12.2", "where $y_i = 1$ if token $i$ was replaced"))
+# The textbook's words: course_quotes' entries, as (document file's prefix, where, text).
+COURSE = tuple(("003", "Textbook 20.12.2", course_quotes.text(f"electra_{k}")) for k in range(3))
 
 
 def architectures(choice: models.ModelChoice) -> list[str]:

@@ -50,8 +50,9 @@ def build(demo: gr.Blocks) -> None:
     tab_mask_rate.build(demo)
     fifth = tab_why_mask.build(demo)
     sixth = tab_bart.build(demo)
-    ui.course_links(("fifteen_percent", "“15 %: empirically optimal”"), ("mask_five", "15 % of a 5-token sentence"),
-                    ("mask_reason", "why 80 / 10 / 10"))
+    ui.course_links(("fifteen_percent", "is 15 % optimal?"), ("mask_five", "15 % of a 5-token sentence"),
+                    ("mask_reason", "why 80 / 10 / 10"),
+                    ("mask_fine_tune", "[MASK] at fine-tuning"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],

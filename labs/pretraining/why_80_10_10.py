@@ -17,6 +17,7 @@ import numpy as np
 
 from labs.core.errors import check_int, check_text
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.core.work import lm
 from labs.core.work.jobs import JOBS
 from labs.pretraining import masking, passages
@@ -32,17 +33,10 @@ CONDITIONS = {  # name: (short label, what the model sees)
 NEEDS_BERT = ("Not measured here: needs bert-base-uncased from the Hub (a masked LM with its trained MLM head; "
               "while online, run ./lab download once). The draws below use all-MiniLM-L6-v2's tokens, "
               "the same uncased vocabulary.")
-# Verbatim from the course (document, where, text); tests check each against the documents.
-COURSE = (
-    ("003", "Textbook 20.2.3",
-     ("If BERT only saw [MASK] tokens during pre-training, it would learn representations that are useful only "
-      "when [MASK] is present --- but [MASK] never appears during fine-tuning. By sometimes using random tokens and "
-      "sometimes keeping the original, BERT learns robust representations that work even without the [MASK] "
-      "signal.")),
-    ("002", "Lecture, Pre-training Strategies, “BERT: Bidirectional Encoder Representations from Transformers”",
-     "Leave input word unchanged 10% of the time (but still predict it!)"),
-    ("002", "Lecture, Pre-training Strategies, “BERT: Bidirectional Encoder Representations from Transformers”",
-     "(No masks are seen at fine-tuning time!)"))
+# The course's words (document, where, text): course_quotes' entries, checked under their headings.
+COURSE = tuple((q.file[:3], f"{q.document}, “{q.where}”" if q.document != course_quotes.TEXTBOOK
+                else f"Textbook {q.where.split(' ', 1)[0]}", q.text)
+               for q in map(course_quotes.get, ("why_80_10_10_0", "why_80_10_10_1", "why_80_10_10_2")))
 WHY = ("A model that only ever saw [MASK] at the positions it is asked about never had to say anything useful "
        "about a real word it can see, yet at fine-tuning every token is real. The 10 % kept make it predict a word "
        "it sees (so its output at a real word carries that word); the 10 % random make it check what it sees "
