@@ -59,6 +59,10 @@ def test_the_hand_kept_notes_and_examples_name_real_endpoints(built):
     notes = api_docs.read_notes(api_docs.NOTES.read_text())
     assert set(notes) <= names, f"notes for endpoints that no longer exist: {sorted(set(notes) - names)}"
     assert all(note.get("Returns") for note in notes.values())
+    for endpoint in built["endpoints"]:  # a note's inputs start with the parameters, in order: a rename shows
+        parameters = [p.name for p in endpoint.parameters]
+        inputs = notes.get(endpoint.name, {}).get("Inputs", "")
+        assert inputs.startswith(f"`{', '.join(parameters)}`" if parameters else "none"), (endpoint.name, inputs)
     called = set(re.findall(r'api_name="/(\w+)"', api_docs.EXAMPLES.read_text()))
     assert called and called <= names, sorted(called - names)
 
