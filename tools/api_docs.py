@@ -122,15 +122,16 @@ def render(labs: list[tuple[str, str, str]], found: list[Endpoint], notes: dict,
     return "\n".join(lines)
 
 
-def generate() -> tuple[str, list[Endpoint]]:
+def generate():
+    """docs/api.md's text, the endpoints it describes, and the app module it was built from."""
     app, demo, lab_of = build()
     labs = [(lab.ID, lab.TITLE, f"labs/{lab.ID}.md") for lab in app.LABS]
     found = endpoints(demo, lab_of)
-    return render(labs, found, read_notes(NOTES.read_text()), examples_code(EXAMPLES.read_text())), found
+    return render(labs, found, read_notes(NOTES.read_text()), examples_code(EXAMPLES.read_text())), found, app
 
 
 def main(argv: list[str]) -> int:
-    text, _ = generate()
+    text, _, _ = generate()
     if "--check" in argv:
         current = API_MD.exists() and API_MD.read_text() == text
         print("docs/api.md is current" if current else "docs/api.md is out of date: python -m tools.api_docs")
