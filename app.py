@@ -36,7 +36,7 @@ from labs.part_b import tab as part_b  # noqa: E402
 from labs.pretraining import tab as pretraining  # noqa: E402
 from labs.tokens import tab as tokens  # noqa: E402
 
-# A new lab is a new folder with a tab.py (README "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build), plus
+# A new lab is a new folder with a tab.py (docs/architecture.md "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build), plus
 # one entry here. The tab bar is grouped as the course is taught: what is inside a model (tokens first: every
 # lab starts from tokens, and so does a lecture), how it learned by predicting tokens, how to use one.
 # (title, id, labs); a group's id is never a lab's, so that every ?tab=<lab> link still names one lab.

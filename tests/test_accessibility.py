@@ -1,7 +1,7 @@
 """Accessibility (WCAG 2.1 A and AA): axe-core, through axe-playwright-python, on every tab after its
 first result is drawn, in the normal view, in presenter view and on a phone (390×844). No serious or critical
 violation is allowed, except those listed in GRADIO_ALLOWED: they come from Gradio's own markup and cannot be
-fixed from the app (README "Accessibility" names them with the Gradio version).
+fixed from the app (docs/accessibility.md, "Known issues", names them with the Gradio version).
 
 axe does not check that a chart has a text alternative (WCAG 1.1.1); this test does, as a rule of its own,
 "chart-text-alternative": every visible plotly chart is a figure with a name, a summary it is described by and

@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "labs"
 CORE = LABS / "core"  # what the labs share; every other folder of labs/ is a lab
 LAB_FOLDERS = sorted(p.parent.name for p in LABS.glob("*/__init__.py") if p.parent != CORE)
-ROOMS = {"models", "work", "serving", "ui"}  # labs/core's rooms (README "Layout")
+ROOMS = {"models", "work", "serving", "ui"}  # labs/core's rooms (docs/architecture.md, "Layout")
 GRADIO_MODULES = {"ui.py", "fast_sessions.py", "static_cache.py", "theme.py", "class_hooks.py"}  # with each lab's tab.py and tab_<panel>.py: the only gradio importers
-CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # README "Adding a lab"
-README = (ROOT / "README.md").read_text()
+CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # docs/architecture.md, "Adding a lab"
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+API_DOCS = (ROOT / "docs" / "api.md").read_text()
 
 
 def is_tab(path: Path) -> bool:
@@ -136,8 +137,8 @@ def test_no_import_circle():
 
 
 def skeleton_names() -> list[str]:
-    """The names the README's lab skeleton defines at the top level, in order."""
-    code = README.split("### Adding a lab", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    """The names the lab skeleton in docs/architecture.md defines at the top level, in order."""
+    code = ARCHITECTURE.split("## Adding a lab", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     tree = ast.parse(code.replace("<id>", "lab_id"))
     names = []
     for node in tree.body:
@@ -148,7 +149,7 @@ def skeleton_names() -> list[str]:
     return names
 
 
-def test_every_lab_keeps_the_contract_the_readme_writes_down():
+def test_every_lab_keeps_the_contract_the_docs_write_down():
     import app
 
     assert set(CONTRACT) <= set(skeleton_names())
@@ -159,11 +160,11 @@ def test_every_lab_keeps_the_contract_the_readme_writes_down():
         assert not missing, f"labs/{lab_id}/tab.py lacks {missing}"
         assert tab.__name__ == f"labs.{lab_id}.tab"
         assert isinstance(tab.TITLE, str) and isinstance(tab.EXPLAINER, str) and tab.TRY_THIS
-        assert f"labs/{lab_id}/" in README  # the layout names the folder
+        assert f"labs/{lab_id}/" in ARCHITECTURE.split("## Layout", 1)[1].split("\n## ", 1)[0]  # the layout names the folder
 
 
 def test_every_endpoint_is_documented():
-    documented = README.split("## Use it from Python", 1)[1].split("\n## ", 1)[0]
+    """Every ui.api call in labs/ has its section in docs/api.md (tests/test_docs.py checks the app's own list)."""
     endpoints = set()
     for path in LABS.rglob("*.py"):
         tree = ast.parse(path.read_text())
@@ -172,5 +173,5 @@ def test_every_endpoint_is_documented():
                     and isinstance(node.args[1], ast.Constant)):
                 endpoints.add(node.args[1].value)
     assert len(endpoints) >= 12
-    missing = sorted(e for e in endpoints if f"`/{e}`" not in documented)
-    assert not missing, f"not in README's Use it from Python: {missing}"
+    missing = sorted(e for e in endpoints if f"### `/{e}`" not in API_DOCS)
+    assert not missing, f"not in docs/api.md (python -m tools.api_docs): {missing}"

@@ -22,6 +22,9 @@ from gradio.context import LocalContext
 from labs.core.ui import links
 from labs.core.ui.ui import first_page, friendly, notice, registered_links, registered_loads, spec_of, wire
 
+# The last app's link parameters, {tab: {parameter: what it accepts}}: what the docs list (tools/api_docs.py)
+link_specs: dict[str, dict[str, links.Spec]] = {}
+
 
 @dataclass
 class TabGroup:
@@ -88,6 +91,8 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box:
     specs: dict[str, dict[str, links.Spec]] = {}
     for tab, name, component in linked:
         specs.setdefault(tab, {})[name] = spec_of(component)
+    link_specs.clear()
+    link_specs.update(specs)
     tab_ids = [lab for group in groups for lab in group.labs]
     group_of = {lab: group for group in groups for lab in group.labs}
     page_tab = gr.State(None)  # the tab the page opens on: the link's, or the first
