@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labs.choosing import distillation
-from labs.core.errors import BadInput, check_number, check_text
+from labs.core.errors import BadInput, check_name, check_number, check_text
 from labs.core.models import models
 from labs.core.ui import course_quotes
 from labs.core.work import lm
@@ -188,6 +188,7 @@ def distill_temperature(text: str = EXAMPLE, temperatures: list[float] | None = 
     parse(text)
     check_temperatures(temperatures)
     weights = check_weights(alpha, beta, gamma)
+    teacher, student = check_name(teacher, "teacher model"), check_name(student, "student model")
     offered = {c.name for c in models.choices(*distillation.FAMILIES)}
     missing = {name for name in (teacher, student) if name not in offered}
     if missing and missing <= {distillation.TEACHER, distillation.STUDENT}:
