@@ -45,21 +45,22 @@ def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(ph
     assert abs(title.bounding_box()["y"] + title.bounding_box()["height"] / 2
                - toggle.bounding_box()["y"] - toggle.bounding_box()["height"] / 2) < 24  # one line
     explainer = phone.locator(".lab-explainer:visible").first
-    assert not explainer.locator(".prose").is_visible()
+    # Gradio 6 gives a Markdown's classes to its block and to its text: the first .prose is the text.
+    assert not explainer.locator(".prose").first.is_visible()
     button = explainer.get_by_role("button", name="What is this?")
     assert button.get_attribute("aria-expanded") == "false"
     button.click()
-    assert button.get_attribute("aria-expanded") == "true" and explainer.locator(".prose").is_visible()
+    assert button.get_attribute("aria-expanded") == "true" and explainer.locator(".prose").first.is_visible()
     status = phone.get_by_role("button", name="Device and models")
-    assert not phone.locator("#lab-status .prose").is_visible()
+    assert not phone.locator("#lab-status .prose").first.is_visible()
     status.click()
-    phone.locator("#lab-status .prose").wait_for()
-    assert "Device:" in phone.locator("#lab-status .prose").inner_text()
+    phone.locator("#lab-status .prose").first.wait_for()
+    assert "Device:" in phone.locator("#lab-status .prose").first.inner_text()
 
 
 def test_the_desktop_keeps_the_explainer_and_status_open_without_fold_buttons(page):
     assert page.locator(".lab-explainer .prose").first.is_visible()
-    page.locator("#lab-status .prose").wait_for()
+    page.locator("#lab-status .prose").first.wait_for()
     assert page.locator(".lab-fold-toggle:visible").count() == 0
     assert page.locator(".lab-phone-note:visible").count() == 0
 
@@ -69,5 +70,5 @@ def test_bertviz_gives_way_to_the_heatmaps_on_a_phone_with_a_note(phone, app_ser
     open_lab(phone, app_server["url"], lab)
     assert phone.locator("iframe.lab-bertviz:visible").count() == 0
     note = phone.locator(".lab-phone-note:visible")
-    assert note.count() == 1 and "the heatmaps below show the same attention weights" in note.inner_text()
+    assert note.count() >= 1 and "the heatmaps below show the same attention weights" in note.first.inner_text()
     assert phone.locator(".js-plotly-plot:visible").count() >= 2

@@ -5,7 +5,9 @@
 (() => {
   let count = 0;
 
-  function foldButton(block, words) {
+  // selector: the class the block was found by; Gradio 6 gives it to the Markdown's text inside too, which opens
+  // and folds with its block.
+  function foldButton(block, words, selector) {
     if (block.__labFold) return;
     block.__labFold = true;
     block.id = block.id || `lab-fold-${++count}`;
@@ -17,6 +19,7 @@
     button.setAttribute("aria-controls", block.id);
     button.addEventListener("click", () => {
       const open = block.classList.toggle("lab-open");
+      if (selector) block.querySelectorAll(selector).forEach((inner) => inner.classList.toggle("lab-open", open));
       button.setAttribute("aria-expanded", String(open));
     });
     block.prepend(button);
@@ -102,13 +105,16 @@
 
   function scan() {
     document.querySelectorAll(".gradio-container .lab-secondary").forEach(foldSecondary);
-    document.querySelectorAll(".gradio-container .prose table, .gradio-container .virtual-table-viewport")
-      .forEach(scrollable);
+    document.querySelectorAll(".gradio-container .prose table, .gradio-container .virtual-table-viewport, "
+      + ".gradio-container .table-wrap, .lab-figure-table-scroll").forEach(scrollable);
     const status = document.getElementById("lab-status");
     if (status) foldButton(status, "Device and models");
-    document.querySelectorAll(".lab-explainer").forEach((block) => foldButton(block, "What is this?"));
+    // Gradio 6 gives a Markdown's classes to its block and to its text as well: fold the outer one only.
+    const outer = (selector) => [...document.querySelectorAll(selector)]
+      .filter((block) => !block.parentElement.closest(selector));
+    outer(".lab-explainer").forEach((block) => foldButton(block, "What is this?", ".lab-explainer"));
     // A lab's notes on where its figures come from (class lab-phone-fold).
-    document.querySelectorAll(".lab-phone-fold").forEach((block) => foldButton(block, "Where these numbers come from"));
+    outer(".lab-phone-fold").forEach((block) => foldButton(block, "Where these numbers come from", ".lab-phone-fold"));
     // A lab's examples (gr.Examples with an elem_id ending in "-examples"), under their own label.
     document.querySelectorAll('.gradio-container [id$="-examples"]').forEach((block) => {
       const label = block.querySelector("label, .label");
