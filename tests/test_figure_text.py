@@ -5,10 +5,9 @@ every lab in tests/test_accessibility.py and tests/test_phone.py."""
 
 from __future__ import annotations
 
-import asyncio
-
 import plotly.graph_objects as go
 import pytest
+from conftest import run_async
 from plotly.subplots import make_subplots
 
 from labs.core.ui import figure_text, plots
@@ -120,7 +119,7 @@ def test_friendly_gives_every_returned_figure_its_text():
     async def collect():
         return [v async for v in ui.friendly(follow)()]
 
-    assert figure_text.text_of(asyncio.run(collect())[0][0])
+    assert figure_text.text_of(run_async(collect())[0][0])  # a browser test may hold this thread's loop
     api_side = _bare()
     ui.friendly(lambda: api_side, for_browser=False)()  # an API returns JSON, never a figure: left as it is
     assert figure_text.text_of(api_side) is None

@@ -296,7 +296,7 @@ def test_steps_panel_draws_in_the_browser(patient_page):
     page.get_by_text("Residual + LayerNorm: the layer's output").first.wait_for(timeout=30000)
     assert page.get_by_text("✓ max |diff|").count() >= 1
     page.locator(".js-plotly-plot").filter(has_text="Softmax with ÷ √d_k").first.wait_for(timeout=30000)
-    assert page.get_by_text("Without the division by √").count() == 1
+    assert page.get_by_text("Without the division by √").count() >= 1  # the chart's text alternative says it too
     page.get_by_text("Inside the transformer, step by step").first.scroll_into_view_if_needed()
     screenshot(page, "attention_forward_steps")
     assert page.outside_requests == []
