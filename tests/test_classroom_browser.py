@@ -152,9 +152,10 @@ def test_a_lab_asks_the_class_and_the_workbook_shares_with_it(lecturer, phone, a
     assert not student.locator(".lab-ask-class").first.is_visible()  # a lecturer's button only
     open_tab(student, "Part A & B workbook")
     student.locator("#lab-part-b-card h3").wait_for()
+    # Nothing answered yet: nothing is shared, and the student is told so (the verdicts' path: test_classroom.py).
     student.get_by_role("button", name="Share my results with the class (anonymous)").click()
-    student.get_by_text("Shared with the class").wait_for()
+    student.get_by_text("Nothing to share yet: answer a question of the workbook").wait_for()
     open_tab(lecturer, "Ask the class")
     overview = Client(app_server["url"], verbose=False)
     key = re.search(r"lecturer=([^&]+)", link).group(1)
-    assert overview.predict(key, api_name="/class_overview")["workbook"]["students"] == 1
+    assert overview.predict(key, api_name="/class_overview")["workbook"]["students"] == 0

@@ -210,6 +210,8 @@ def on_share(page, workbook, request: gr.Request):
         return ui.notice("Join the class first (the lecturer's code or link); then share.")
     answers = workbook.get("answers", {}) if isinstance(workbook, dict) else {}
     shared = sessions.class_share_workbook(page["code"], page["student"], answers, request)
+    if not shared["shared"]:
+        return "Nothing to share yet: answer a question of the workbook, then share (only right or wrong is shared)."
     return (f"✓ Shared with the class: {shared['shared']} verdict(s) (right, wrong or open). Your answers stay in "
             "your browser; share again after more questions.")
 
