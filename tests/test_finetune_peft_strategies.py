@@ -222,9 +222,9 @@ def test_the_strategy_comparison_and_the_recipes_on_the_page(page):
     page.get_by_role("button", name=tab_strategies.BUTTON).click()
     page.get_by_text("Layer-wise learning-rate decay: each layer's rate").first.wait_for(timeout=300000)
     for strategy in ("features", "freeze_bottom_", "llrd_0.95"):  # the table's rows, as the student reads them
-        page.get_by_text(strategy).last.wait_for(timeout=30000)
+        page.get_by_text(strategy).filter(visible=True).last.wait_for(timeout=30000)
     for strategy in ("lora_r8", "prompt_20", "prefix_20"):
-        page.get_by_text(strategy, exact=True).last.wait_for(timeout=30000)
+        page.get_by_text(strategy, exact=True).filter(visible=True).last.wait_for(timeout=30000)
     screenshot(page, "finetune_peft_strategies")
     page.get_by_text("Why not every task fine-tunes the same way").click()
     page.get_by_text("Named Entities").first.wait_for(timeout=30000)
