@@ -119,9 +119,9 @@ def test_embeddings_api(client, tiny_models):
 
 def test_embeddings_tab_draws_the_heatmap_the_line_chart_and_the_map(page):
     open_tab(page, "Embeddings")
-    page.get_by_text("Cosine similarity of \"bank\"").first.wait_for(timeout=60000)  # the title; its text alternative repeats it
-    page.get_by_text("Where the senses of \"bank\" separate").wait_for()
-    page.get_by_text("The vectors on a map (PCA)").wait_for()
+    page.get_by_text("Cosine similarity of \"bank\"").filter(visible=True).first.wait_for(timeout=60000)  # the title; its text alternative repeats it
+    page.get_by_text("Where the senses of \"bank\" separate").filter(visible=True).first.wait_for()
+    page.get_by_text("The vectors on a map (PCA)").filter(visible=True).first.wait_for()
     page.get_by_role("button", name="Left only vs both sides").click()
     page.get_by_role("button", name="Load \"The bank was flooded / robbed\"").click()
-    page.get_by_text("exactly the same vector").wait_for(timeout=60000)
+    page.get_by_text("exactly the same vector").filter(visible=True).first.wait_for(timeout=60000)
