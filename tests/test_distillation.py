@@ -99,8 +99,10 @@ def test_distillation_api(client, tiny_models):
 def test_the_panel_compares_two_models_in_the_browser(page, tiny_models):
     open_tab(page, "Choosing a model")
     page.get_by_text("Distillation, checked").first.click()
+    # Its own Teacher and Student (the temperature panel beside it has dropdowns of the same names).
+    panel = page.locator(".gr-accordion").filter(has_text="Distillation, checked: a student against its teacher")
     for label, name in (("Teacher", tiny_models["masked"]), ("Student", tiny_models["pretraining"])):
-        box = page.get_by_label(label, exact=True)
+        box = panel.get_by_label(label, exact=True)
         box.fill(name)  # the dropdowns take a typed name (allow_custom_value)
         box.press("Enter")
     page.get_by_role("button", name="Compare teacher and student").click()

@@ -165,8 +165,8 @@ def test_analogy_api(client, tiny_models):
 
 def test_the_panel_draws_the_neighbours_and_a_link_opens_an_analogy(page, app_server):
     open_tab(page, "Embeddings")
-    page.get_by_text("Rows nearest to king − man + woman").wait_for(timeout=60000)
+    page.get_by_text("Rows nearest to king − man + woman").filter(visible=True).first.wait_for(timeout=60000)
     page.get_by_text("One row, two vectors.").wait_for()
     page.goto(app_server["url"] + "?tab=embeddings&a=paris&b=france&c=italy&expected=rome", wait_until="load")
-    page.get_by_text("Rows nearest to paris − france + italy").wait_for(timeout=60000)
+    page.get_by_text("Rows nearest to paris − france + italy").filter(visible=True).first.wait_for(timeout=60000)
     page.get_by_text("“rome” ranks").wait_for()
