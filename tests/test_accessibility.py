@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 from conftest import tab_groups
-from walks import DESKTOP, charts
+from walks import DESKTOP, PHONE, charts
 
 # What each tab draws first (from each lab's own browser test): audited once it is on screen.
 FIRST_RESULT = {
@@ -115,9 +115,8 @@ def unexpected(found: dict[str, list]) -> dict[str, list]:
             if (bad := [v for v in violations if not allowed(v[0], v[2])])}
 
 
-# At 390 px axe still finds two scrollable regions inside accordions (Embeddings, Choosing a model) that no
-# keyboard reaches (issue 43, open): the phone view joins this test once they are fixed.
-@pytest.mark.parametrize("query, view", [("", DESKTOP), ("?present=1", DESKTOP)], ids=["normal", "presenter"])
+@pytest.mark.parametrize("query, view", [("", DESKTOP), ("?present=1", DESKTOP), ("", PHONE)],
+                         ids=["normal", "presenter", "phone"])
 def test_no_serious_violation_on_any_tab(browser, app_server, query, view):
     context = browser.new_context(**view)
     page = context.new_page()

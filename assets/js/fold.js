@@ -48,8 +48,8 @@
     document.body.prepend(link);
   }
 
-  // A table that scrolls (sideways on a phone, assets/lab.css; a long Dataframe inside its own viewport) must be
-  // reachable by the keyboard to be scrolled (axe: scrollable-region-focusable).
+  // A table or a formula that scrolls (sideways on a phone, assets/lab.css; a long Dataframe inside its own
+  // viewport) must be reachable by the keyboard to be scrolled (axe: scrollable-region-focusable).
   function scrollable(table) {
     const scrolls = table.scrollWidth > table.clientWidth + 1 || table.scrollHeight > table.clientHeight + 1;
     if (scrolls && !table.hasAttribute("tabindex")) {
@@ -106,7 +106,8 @@
   function scan() {
     document.querySelectorAll(".gradio-container .lab-secondary").forEach(foldSecondary);
     document.querySelectorAll(".gradio-container .prose table, .gradio-container .virtual-table-viewport, "
-      + ".gradio-container .table-wrap, .lab-figure-table-scroll").forEach(scrollable);
+      + ".gradio-container .table-wrap, .lab-figure-table-scroll, .gradio-container .prose .katex-display")
+      .forEach(scrollable);
     const status = document.getElementById("lab-status");
     if (status) foldButton(status, "Device and models");
     // Gradio 6 gives a Markdown's classes to its block and to its text as well: fold the outer one only.
