@@ -44,7 +44,7 @@ def test_every_endpoint_has_a_description_and_its_section(built):
     slugs = [slug(h) for h in headings(api_md)]
     assert len(slugs) == len(set(slugs)), "two headings share an anchor: a link to an endpoint would miss it"
     undescribed = [e.name for e in built["endpoints"] if not e.description]
-    assert not undescribed, f"endpoints without a description (ui.api's third argument): {undescribed}"
+    assert not undescribed, f"endpoints without a description (their Endpoint's description): {undescribed}"
     fill_mask = next(e for e in built["endpoints"] if e.name == "fill_mask")  # the signature, read from the app
     assert [p.name for p in fill_mask.parameters] == ["text", "model", "top_k"] and fill_mask.lab == "fill_mask"
 
