@@ -209,6 +209,14 @@ async def collect(qid: str, given: dict) -> list[str]:
     return [text async for text in evidence.evidence(qid, given)]
 
 
+def test_a_server_without_the_lab_says_so_in_the_evidence(monkeypatch):
+    """Built without Next token, the workbook's evidence names the missing lab instead of failing."""
+    services.offer(endpoints.declared("part_b"))
+    monkeypatch.setattr(evidence.models, "default_name", lambda family: "a-causal-lm")  # no model is loaded
+    shown = run_async(collect("A3.1", {}), timeout=60)[-1]
+    assert "Not measured here" in shown and evidence.md("This server runs without the lab behind 'next_token'") in shown
+
+
 @pytest.mark.slow
 def test_b5_2_generations_equal_generate_with_the_same_parameters(lab_services):
     from labs.core.models import models

@@ -125,9 +125,10 @@ def render(labs: list[tuple[str, str, str]], found: list[Endpoint], notes: dict,
     return "\n".join(lines)
 
 
-def generate():
-    """docs/api.md's text, the endpoints it describes, and the app module it was built from."""
-    app, demo, declared = build()
+def generate(built=None):
+    """docs/api.md's text, the endpoints it describes, and the app module it was built from (built: what build()
+    returned, when the caller has it already)."""
+    app, demo, declared = built or build()
     labs = [(lab.ID, lab.TITLE, f"labs/{lab.ID}.md") for lab in app.LABS]
     found = endpoints(demo, declared)
     return render(labs, found, read_notes(NOTES.read_text()), examples_code(EXAMPLES.read_text())), found, app
