@@ -25,7 +25,8 @@ from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, tab_bar
 from labs.core.ui import status, theme, ui
-from labs.core.work import ray_backend, ray_passes
+from labs.core.work import endpoints, ray_backend, ray_passes, services
+from labs.core.work.endpoints import Endpoint
 from labs.cost import tab as cost  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
@@ -48,6 +49,9 @@ GROUPS = (
     ("Class", "class", (classroom,)),  # ask the room; the students' own panel sits above the tab bar
 )
 LABS = tuple(lab for _, _, labs in GROUPS for lab in labs)
+# The app's own endpoint; each lab declares its own in labs/<lab>/endpoints.py (labs/core/work/endpoints.py).
+APP_ENDPOINTS = (Endpoint("models", status.describe_models,
+                          "Every model this server offers, its family and source, and what is loaded."),)
 
 CONCURRENT_EVENTS = 128  # per event: a class of 100 joins the same batches; a waiting thread costs little
 HEADER = """# LM Lab
@@ -65,7 +69,14 @@ def status_markdown() -> str:
     return "\n\n".join(ui.md(line) for line in status.status_line().split("\n\n"))
 
 
+def declared_endpoints() -> dict[str, tuple[Endpoint, ...]]:
+    """Every endpoint the app registers, in order, by the lab that declares it ("app": the app's own)."""
+    return {**{lab.ID: endpoints.declared(lab.ID) for lab in LABS}, "app": APP_ENDPOINTS}
+
+
 def build_app() -> gr.Blocks:
+    declared = declared_endpoints()
+    services.offer(endpoint for group in declared.values() for endpoint in group)  # the workbook calls them by name
     fast_sessions.install()
     static_cache.install()  # Gradio's own files are compressed once per server, not once per student
     # Every hour, Gradio's copies of files it served (Attention's downloads, uploaded CSVs) older than a
@@ -91,8 +102,8 @@ def build_app() -> gr.Blocks:
         # A link opens its tab (in its group) with its inputs; each tab computes its first result when shown.
         tab_bar.page_load(demo, tabs, groups, link_notes)
         present.click(None, js=PRESENT_JS)
-        ui.api(status.describe_models, "models",
-               "Every model this server offers, its family and source, and what is loaded.")
+        for group in declared.values():  # the API: every lab's declared endpoints, then the app's
+            ui.register(group)
         # The status line fills in after the page is up (it may import torch), then follows loads.
         ui.wire(demo.load, status_markdown, outputs=status_box, queue=False)
         ui.wire(gr.Timer(5).tick, status_markdown, outputs=status_box, queue=False, show_progress="hidden")

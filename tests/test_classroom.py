@@ -13,24 +13,18 @@ import pytest
 from labs.classroom import access, answers, results, scoring, sessions
 from labs.classroom import store as stores
 from labs.core.errors import BadInput, LabError
-from labs.core.work import services
+from labs.core.work import endpoints, services
 
 
 @pytest.fixture(autouse=True)
 def fresh_store(tmp_path, monkeypatch):
     """Every test on its own SQLite file; the labs' endpoints offered as the app offers them."""
-    from labs.fill_mask import compute as fill_mask
-    from labs.next_token import compute as next_token
-    from labs.part_b import workbook
-
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("LAB_CLASS_DB", raising=False)
     stores.reset()
     sessions._snapshots.clear()
     access._failures.clear()
-    services.offer("fill_mask", fill_mask.fill_mask_json)
-    services.offer("next_token", next_token.next_token_json)
-    services.offer("check_part_b", workbook.check_part_b)
+    services.offer(e for lab in ("fill_mask", "next_token", "part_b") for e in endpoints.declared(lab))
     yield
     stores.reset()
 

@@ -26,14 +26,35 @@ MODEL_PARAMETERS = re.compile(r"model|^(encoder|causal)$")  # what a server offe
 @pytest.fixture(scope="module")
 def built():
     """The app built once (not launched), what the generator makes of it, and each tab's link parameters."""
-    text, found, app = api_docs.generate()
+    app, demo, declared = built_app = api_docs.build()
+    text, found, app = api_docs.generate(built_app)
     from labs.core.serving import tab_bar
 
-    return {"app": app, "endpoints": found, "text": text, "link_specs": dict(tab_bar.link_specs)}
+    return {"app": app, "demo": demo, "declared": declared, "endpoints": found, "text": text,
+            "link_specs": dict(tab_bar.link_specs)}
 
 
 def test_api_md_is_what_the_generator_writes_now(built):
     assert api_docs.API_MD.read_text() == built["text"], "docs/api.md is out of date: python -m tools.api_docs"
+
+
+def test_the_app_registers_exactly_the_endpoints_the_labs_declare(built):
+    """One list: what the app serves at /gradio_api/info (Gradio builds it from demo.get_api_info()) is what the labs
+    declare in labs/<lab>/endpoints.py (and app.py its own), in that order; services offers the same functions by
+    name, and docs/api.md lists each under the lab that declares it."""
+    from labs.core.work import services
+
+    registered = [name.lstrip("/") for name in built["demo"].get_api_info()["named_endpoints"]]
+    declared = [e.name for group in built["declared"].values() for e in group]
+    assert len(declared) == len(set(declared)), "two declarations share a name"
+    assert registered == declared
+    assert list(built["declared"])[:-1] == [lab.ID for lab in built["app"].LABS]  # every lab's, then the app's
+    by_name = {e.name: e for group in built["declared"].values() for e in group}
+    assert services.offered() == sorted(declared)
+    assert all(services.get(name) is by_name[name].fn for name in declared)
+    lab_of = {e.name: lab for lab, group in built["declared"].items() for e in group}
+    assert [(e.name, e.lab, e.description) for e in built["endpoints"]] == [
+        (name, lab_of[name], by_name[name].description.strip()) for name in declared]
 
 
 def test_every_endpoint_has_a_description_and_its_section(built):
@@ -44,7 +65,7 @@ def test_every_endpoint_has_a_description_and_its_section(built):
     slugs = [slug(h) for h in headings(api_md)]
     assert len(slugs) == len(set(slugs)), "two headings share an anchor: a link to an endpoint would miss it"
     undescribed = [e.name for e in built["endpoints"] if not e.description]
-    assert not undescribed, f"endpoints without a description (ui.api's third argument): {undescribed}"
+    assert not undescribed, f"endpoints without a description (their Endpoint's description): {undescribed}"
     fill_mask = next(e for e in built["endpoints"] if e.name == "fill_mask")  # the signature, read from the app
     assert [p.name for p in fill_mask.parameters] == ["text", "model", "top_k"] and fill_mask.lab == "fill_mask"
 

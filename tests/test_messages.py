@@ -83,7 +83,7 @@ def failing_stream(*_):
 @pytest.mark.parametrize("fn", [failing, failing_stream])
 def test_the_browser_gets_the_message_escaped_and_a_script_gets_it_plain(fn):
     """Gradio's toast renders an error's message as sanitised HTML (an <img src> survives the
-    sanitizer), so browser events escape it; API endpoints (ui.api) send the text as it is."""
+    sanitizer), so browser events escape it; API endpoints (ui.register) send the text as it is."""
     def run(wrapped):
         with pytest.raises(gr.Error) as caught:
             out = wrapped("x")

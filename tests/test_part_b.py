@@ -16,7 +16,7 @@ import torch
 from conftest import open_tab, run_async, wait_until
 
 from labs.core.errors import BadInput
-from labs.core.work import services
+from labs.core.work import endpoints, services
 from labs.part_b import checks, evidence, facts, model_answers, questions, tab, workbook
 
 COURSE = Path(__file__).resolve().parents[2] / "shared" / "course"
@@ -201,16 +201,20 @@ def test_schedules_become_the_fine_tune_labs_settings():
 # ---- runs: the labs' own endpoints -----------------------------------------------------------------------
 @pytest.fixture
 def lab_services():
-    """The endpoints the workbook calls, as app.py's build registers them."""
-    from labs.finetune import shared_runs
-    from labs.next_token import generation
-
-    services.offer("finetune", shared_runs.finetune_stream)
-    services.offer("generate", generation.generate_json)
+    """The endpoints the workbook calls, as app.py's build offers them: the two labs' own declarations."""
+    services.offer(e for lab in ("finetune", "next_token") for e in endpoints.declared(lab))
 
 
 async def collect(qid: str, given: dict) -> list[str]:
     return [text async for text in evidence.evidence(qid, given)]
+
+
+def test_a_server_without_the_lab_says_so_in_the_evidence(monkeypatch):
+    """Built without Next token, the workbook's evidence names the missing lab instead of failing."""
+    services.offer(endpoints.declared("part_b"))
+    monkeypatch.setattr(evidence.models, "default_name", lambda family: "a-causal-lm")  # no model is loaded
+    shown = run_async(collect("A3.1", {}), timeout=60)[-1]
+    assert "Not measured here" in shown and evidence.md("This server runs without the lab behind 'next_token'") in shown
 
 
 @pytest.mark.slow

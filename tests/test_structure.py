@@ -164,14 +164,34 @@ def test_every_lab_keeps_the_contract_the_docs_write_down():
 
 
 def test_every_endpoint_is_documented():
-    """Every ui.api call in labs/ has its section in docs/api.md (tests/test_docs.py checks the app's own list)."""
-    endpoints = set()
-    for path in LABS.rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "api" and len(node.args) >= 2
-                    and isinstance(node.args[1], ast.Constant)):
-                endpoints.add(node.args[1].value)
-    assert len(endpoints) >= 12
-    missing = sorted(e for e in endpoints if f"### `/{e}`" not in API_DOCS)
+    """Every endpoint a lab declares has its section in docs/api.md (tests/test_docs.py checks the app's own list)."""
+    from labs.core.work import endpoints
+
+    declared = {e.name for lab in LAB_FOLDERS for e in endpoints.declared(lab)}
+    assert len(declared) >= 12
+    missing = sorted(e for e in declared if f"### `/{e}`" not in API_DOCS)
     assert not missing, f"not in docs/api.md (python -m tools.api_docs): {missing}"
+
+
+@pytest.mark.parametrize("lab", LAB_FOLDERS)
+def test_a_lab_declares_its_endpoints_in_one_place_with_its_own_compute(lab):
+    """labs/<lab>/endpoints.py lists the lab's endpoints (app.py registers them): it imports the lab's compute and
+    labs.core, never Gradio; its functions are the lab's own; no tab registers an endpoint itself."""
+    from labs.core.work import endpoints
+    from labs.core.work.endpoints import Endpoint
+
+    path = LABS / lab / "endpoints.py"
+    imported = imported_modules(path)
+    assert not {n for n in imported if n.split(".")[0] == "gradio"}, f"{path.name} imports gradio"
+    assert all(n.startswith(("__future__", "labs.core.", f"labs.{lab}.")) or n == f"labs.{lab}"
+               for n in imported), imported
+    declared = endpoints.declared(lab)
+    assert declared and all(isinstance(e, Endpoint) and e.description for e in declared)
+    assert all(e.fn.__module__.startswith(f"labs.{lab}.") for e in declared), [e.fn.__module__ for e in declared]
+    for tab in (LABS / lab).glob("*.py"):
+        if not is_tab(tab):
+            continue
+        calls = [node for node in ast.walk(ast.parse(tab.read_text())) if isinstance(node, ast.Call)
+                 and getattr(node.func, "attr", "") in {"api", "register"}
+                 and getattr(node.func.value, "id", "") in {"ui", "gr"}]
+        assert not calls, f"{tab.relative_to(ROOT)} registers an endpoint: declare it in labs/{lab}/endpoints.py"

@@ -239,6 +239,3 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(head_map.select, on_cell, [text, text_b, model, part], [layer, head, average, head_plot, grid_plot])
     ui.wire(compare_btn.click, on_compare, [text, compare_encoder, compare_causal],
             [compare_note, compare_left, compare_right])
-    ui.api(compute.attention_result, "attention",
-           "Attention of one layer and head for a text (or pair), with every head's entropy and pattern label; "
-           "for an encoder-decoder, part = encoder, decoder or cross, and the decoder's tokens and attention.")

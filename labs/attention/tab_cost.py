@@ -142,11 +142,3 @@ def build(demo: gr.Blocks) -> None:
             concurrency_id="attention_cost", concurrency_limit=1)
     ui.wire([classify.click, doc_text.submit], on_document, [doc_text, doc_model],
             [doc_summary, doc_table, doc_plot, doc_json])
-    ui.api(cost.attention_cost_json, "attention_cost",
-           "attention_cost(model) -> {model, architecture, layers, heads, hidden, intermediate, device, threads, "
-           "points: [{tokens, forward_ms, projections_ms, attention_ms, ffn_ms, attention_bytes, ffn_bytes, "
-           "attention_flops, ffn_flops}], limit: {positions, kind, tried_tokens, error, truncated_to, note}}",
-           concurrency_id="attention_cost", concurrency_limit=1)
-    ui.api(long_document.long_document_json, "long_document",
-           "long_document(text, model, strategy) -> {model, tokens, limit, whole_error, readings: [{strategy, spans, "
-           "tokens_read, verdict: {cos_positive, cos_negative, margin, label}, chunks}], classifier, course}")

@@ -132,7 +132,3 @@ def build(demo: gr.Blocks) -> None:
     ui.wire([run.click, text.submit, text_b.submit, layer.release, head.release, position.input], on_steps,
             inputs, outputs)
     ui.on_load(demo, on_steps, inputs, outputs)
-    ui.api(steps.forward_steps_json, "forward_steps",
-           "forward_steps(text, model, layer, head, text_b, position) -> {model, architecture, tokens, ids, segments, "
-           "layer, head, position, sizes, steps: [{key, name, formula, shape, row, check}], scores, scaled_scores, "
-           "attention, attention_unscaled, predictions, prediction_check, prediction_note, notes}")

@@ -6,11 +6,6 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.choosing import (
-    bias,
-    cards,
-    course,
-    domains,
-    few_shot,
     tab_bias,
     tab_cards,
     tab_distillation,
@@ -64,14 +59,3 @@ def build(demo: gr.Blocks) -> None:
     tab_bias.wire(demo, bias_panel)
     tab_tasks.wire(demo, tasks_panel)
     tab_t5.wire(demo, t5_panel)
-    ui.api(course.check_course, "check_course", "check_course(row) -> {rows: [{id, topic, document, where, quote, "
-           "lab, verdict, measured, measured_with, note}], documents}: the course's examples quoted and checked")
-    ui.api(cards.model_card, "model_card", "model_card(names, measure) -> {online, latency_text, models: [{name, "
-           "family, layers, hidden_size, heads, vocab_size, tokenizer, params, embedding_params, other_params, "
-           "objective, latency_ms, ...}]}")
-    ui.api(few_shot.few_shot_api, "few_shot", "few_shot(model, shots, labels, seeds) -> {labels, label_tokens, "
-           "curve: [{shots, accuracy, by_seed, min, max}], example: {prompt, probs, predicted, gold}}")
-    ui.api(bias.bias_probe, "bias_probe", "bias_probe(model, template) -> {template, read_as, rows: [{occupation, "
-           "p_he, p_she, p_they, log_ratio}], what_it_shows}")
-    ui.api(domains.domain_shift_api, "domain_shift", "domain_shift(model, text) -> {domains: [{domain, perplexity, "
-           "tokens, texts}], yours}")

@@ -54,6 +54,3 @@ def on_distill(text, teacher, student):
 def wire(panel: SimpleNamespace) -> None:
     ui.wire(panel.button.click, on_distill, [panel.text, panel.teacher, panel.student],
             [panel.summary, panel.table, panel.box])
-    ui.api(distillation.distillation_api, "distillation",
-           "distillation(text, teacher, student) -> {blanks: [{sentence, teacher_word, teacher_prob, student_word, "
-           "student_prob, agree, kl}], agreement, mean_kl, speedup, size_ratio, ...}")

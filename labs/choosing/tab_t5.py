@@ -114,6 +114,3 @@ def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
     ui.wire([p.run.click, p.text.submit, p.prefix.submit], on_run, inputs, [p.out, p.result])
     ui.wire(p.every.click, on_every, [p.text, p.model, p.max_new], p.table)
     ui.on_load(demo, on_run, inputs, [p.out, p.result])
-    ui.api(t5.t5_text_to_text, "t5_text_to_text",
-           "t5_text_to_text(prefix, text, model, max_new_tokens) -> {model, prefix, text, input_text, input_ids, "
-           "input_tokens, output_ids, output_tokens, output_text, settings, stopped, note, call}")

@@ -107,6 +107,3 @@ def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
     inputs = [p.text, p.temps, p.teacher, p.student, *p.weights]
     ui.wire([p.button.click, p.text.submit, p.temps.submit], on_temperature, inputs, p.outputs)
     ui.on_load(demo, on_temperature, inputs, p.outputs)
-    ui.api(dt.distill_temperature, "distill_temperature",
-           "distill_temperature(text, temperatures, teacher, student, alpha, beta, gamma) -> {sentence, answer, "
-           "measured, words, ce, cos, by_temperature: [{T, teacher, student, kl, distill, loss, ...}], stand_in, note}")

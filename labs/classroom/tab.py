@@ -175,7 +175,6 @@ def build(demo: gr.Blocks) -> None:
     ui.wire([parts.join.click, parts.code.submit], on_join, [parts.code, hooks.membership],
             [hooks.membership, panel.page, *panel.view_outputs()]).then(None, panel.page, None,
                                                                         js=tab_student.IN_CLASS_JS)
-    register_api()
     BUILT[:] = redrawn
 
 
@@ -215,36 +214,3 @@ def on_share(page, workbook, request: gr.Request):
     return (f"✓ Shared with the class: {shared['shared']} verdict(s) (right, wrong or open). Your answers stay in "
             "your browser; share again after more questions.")
 
-
-QUEUED = {"class_reveal"}  # the one class action that runs a model
-
-
-def register_api() -> None:
-    endpoints = (
-        (sessions.class_start, "class_start", "class_start(title) -> {code, shown_code, title, join_url, lecturer_key, "
-         "lecturer_url}: a new class session (the key is in this answer only)"),
-        (sessions.class_join, "class_join", "class_join(code) -> {code, shown_code, title, student_id}"),
-        (sessions.class_ask, "class_ask", "class_ask(lecturer_key, kind, text, model, choices, correct, top_k) -> "
-         "{question_id, kind, text, model, settings, choices, correct}; kind: fill_mask | next_token | choice | number"),
-        (sessions.class_answer, "class_answer", "class_answer(code, student_id, answer) -> {question_id, replaced, "
-         "answer}: stored before this returns; a second answer replaces the first"),
-        (sessions.class_state, "class_state", "class_state(code, student_id) -> {question, answers, revealed, results, "
-         "your_answer, closed, version}: results only after the reveal"),
-        (sessions.class_reveal, "class_reveal", "class_reveal(lecturer_key) -> {class: [{answer, count, share, "
-         "model_prob, model_rank, grouped}], other, model_top: [{answer, prob, class_share}], agreement: {...}}"),
-        (sessions.class_hide, "class_hide", "class_hide(lecturer_key, answer, hide) -> {hidden}"),
-        (sessions.class_min_count, "class_min_count", "class_min_count(lecturer_key, min_count) -> the overview"),
-        (sessions.class_next, "class_next", "class_next(lecturer_key) -> {question: null}: between questions"),
-        (sessions.class_overview, "class_overview", "class_overview(lecturer_key) -> {code, current: {question, "
-         "answers, results}, history, workbook}"),
-        (sessions.class_count, "class_count", "class_count(lecturer_key) -> {question_id, answers, version}"),
-        (sessions.class_export, "class_export", "class_export(lecturer_key) -> {filename, csv}: question, kind, "
-         "model, answer, count, model probability, model rank, time revealed"),
-        (sessions.class_close, "class_close", "class_close(lecturer_key) -> {closed}"),
-        (sessions.class_delete, "class_delete", "class_delete(lecturer_key) -> {deleted}: every answer, now"),
-        (sessions.class_share_workbook, "class_share_workbook", "class_share_workbook(code, student_id, answers) -> "
-         "{shared, verdicts}: the workbook's verdicts per question, never its answers"))
-    for fn, name, description in endpoints:
-        # A class's own actions are a database row or two (a few ms): they skip Gradio's queue, whose bookkeeping
-        # per event costs more than the action (measured: tests/loadtest_class.py); the reveal runs the model.
-        ui.api(fn, name, description, queue=name in QUEUED)

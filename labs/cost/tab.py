@@ -11,7 +11,7 @@ import gradio as gr
 
 from labs.core.errors import check_choice, check_number
 from labs.core.ui import ui
-from labs.cost import compute, memory, presets, scaling, tab_measure, tab_memory, tab_scaling
+from labs.cost import compute, presets, tab_measure, tab_memory, tab_scaling
 from labs.cost.figures import compute_figure, count, devices_figure, duration, money, sci
 
 TITLE = "Cost & scale"
@@ -163,9 +163,3 @@ def build(demo: gr.Blocks) -> None:
     tab_measure.wire(measure_panel)
     tab_memory.wire(demo, memory_panel)
     tab_scaling.wire(demo, scaling_panel)
-    ui.api(compute.cost, "cost", "cost(params, tokens, device, devices, utilisation, price_per_hour, power_watts, "
-           "pue, grid_g_per_kwh, precision) -> {flops, device_hours, days, cost, kwh, co2_kg, ...}")
-    ui.api(memory.memory, "memory", "memory(params, precision, optimizer, lora_rank, batch, length, "
-           "model, lora_targets) -> bytes by part and in total: {training, lora, inference, bytes_per_param}")
-    ui.api(scaling.chinchilla, "chinchilla", "chinchilla(compute) -> {params, tokens, tokens_per_param, "
-           "models}: the compute-optimal N and D (D = 20 N, C = 6 N D)")

@@ -230,7 +230,3 @@ def build(demo: gr.Blocks) -> None:
         ui.friendly(on_compare), [sentences, word, encoder, causal], [compare_plot, compare_note],
         api_visibility="private")
     ui.wire(compare.click, on_compare, [sentences, word, encoder, causal], [compare_plot, compare_note])
-    ui.api(compute.embeddings_json, "embeddings",
-           "embeddings(sentences, word, model, layer) -> {model, source, family, vectors_from, reads, word, "
-           "num_layers, layer, sentences, static_similarity, similarity_by_layer, projection, sentence_similarity}; "
-           "an encoder-decoder (T5) gives its encoder's vectors")

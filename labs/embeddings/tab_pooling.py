@@ -99,7 +99,4 @@ def build(demo: gr.Blocks) -> dict:
     outputs = [found, *plots_, table, result]
     ui.wire([button.click, sentences.submit], on_pooling, [sentences, model], outputs)
     ui.on_load(demo, on_pooling, [sentences, model], outputs)
-    ui.api(pooling.pooling_json, "pooling",
-           "pooling(sentences, model) -> {model, source, trained_pooling, dims, sentences: [{text, label, tokens}], "
-           "poolings: {cls, mean, max: {similarity, accuracy, mrr, queries, nearest, ranks}}}")
     return {"sentences": sentences, "model": model}

@@ -85,7 +85,4 @@ def build(demo: gr.Blocks) -> dict:
     outputs = [found, plot, frame, result]
     ui.wire([button.click], on_probes, [probe, model], outputs)
     ui.on_load(demo, on_probes, [probe, model], outputs)
-    ui.api(probes.probe_layers, "probe_layers",
-           "probe_layers(model, probe) -> {model, num_layers, bands, probes: [{id, name, question, kind, band, "
-           "classes, examples, accuracy (per layer), baseline, best_layer, expected_layer}], picture_holds, reading}")
     return {"probe": probe, "probe_model": model}

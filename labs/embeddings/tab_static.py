@@ -76,8 +76,4 @@ def build(demo: gr.Blocks) -> dict:
     inputs, outputs = [a, b, c, expected, model, top_k], [found, chart, bank, result]
     ui.wire([button.click, a.submit, b.submit, c.submit, expected.submit], on_analogy, inputs, outputs)
     ui.on_load(demo, on_analogy, inputs, outputs)
-    ui.api(static.analogy_json, "analogy",
-           "analogy(a, b, c, expected, model, top_k) -> {model, source, a, b, c, token_ids, tokens, expected, "
-           "expected_token_id, neighbours: [{token, token_id, cosine}], expected_rank, expected_cosine, "
-           "rank_without_arithmetic, candidates, rows, dims, excluded}: the input embedding rows nearest to a − b + c")
     return {"a": a, "model": model}

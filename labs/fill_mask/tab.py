@@ -197,6 +197,3 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(sim_btn.click, on_simulate, [sim_text, model, seed], [sim_table, sim_summary])
     ui.wire(resample.click, next_seed, seed, seed, queue=False).then(
         ui.friendly(on_simulate), [sim_text, model, seed], [sim_table, sim_summary], api_visibility="private")
-    ui.api(compute.fill_mask_json, "fill_mask",
-           "fill_mask(text, model, top_k) -> {model, source, tokens, masks: [{index, predictions: [{token, "
-           "token_id, prob}]}]}")

@@ -13,8 +13,6 @@ from labs.core.ui import ui
 from labs.finetune import (
     codegen,
     data,
-    predict,
-    shared_runs,
     strategies,
     tab_adapters,
     tab_data_efficiency,
@@ -243,9 +241,3 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(task.change, tab_tasks.on_task, [task, s.model], [s.lr, s.values[5], out.text, out.text_b, out.view])
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
     ui.on_load(demo, on_lora, extras.lora, extras.lora_out)
-    ui.api(shared_runs.finetune_stream, "finetune",
-           "Fine-tune an encoder on the built-in sentiment set; streams the queue's place, the progress, then "
-           "returns the curves and accuracies. Identical runs are trained once and shared.",
-           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
-    ui.api(predict.predict_task, "predict_task",
-           "Run a model trained here (run_id) or a Hub task model (model) on new input with a task's view.")

@@ -112,8 +112,4 @@ def build(demo: gr.Blocks, model) -> dict:
         ui.friendly(on_measure), [model, adapter_size, lora_rank, epochs, seed], outputs, api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[table])
     ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
-    ui.api(al.adapters_lora_stream, "adapters_lora",
-           "Bottleneck adapters and LoRA on the sentiment task: parameters, LoRA merged (same predictions), time per "
-           "prediction and bytes per task (one shared job; streams the queue's place and the progress).",
-           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
     return {"adapter_size": adapter_size, "lora_rank": lora_rank, "adapter_epochs": epochs}

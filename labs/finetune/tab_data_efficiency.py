@@ -94,8 +94,4 @@ def build(demo: gr.Blocks, model) -> dict:
         ui.friendly(on_curve), [model, task, sizes, seed], outputs, api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
     ui.wire(stop.click, on_stop, None, progress, queue=False)
-    ui.api(de.data_efficiency_stream, "data_efficiency",
-           "Accuracy against the number of labelled examples, pre-trained vs from scratch (one shared job; streams "
-           "the queue's place and the progress, then the curve).",
-           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
     return {"de_task": task, "de_sizes": sizes, "de_seed": seed}

@@ -102,7 +102,4 @@ def build(demo: gr.Blocks) -> dict:
     ui.wire(review.submit, on_review, review, [x1, x2, found])
     ui.wire([c.change for c in inputs], on_step, inputs, outputs, show_progress="hidden")
     ui.on_load(demo, on_step, inputs, outputs)
-    ui.api(gs.gradient_step_json, "gradient_step",
-           "gradient_step(features, label, weights, bias, learning_rate) -> {parameters: [{name, theta, input, grad, "
-           "step, new, handout_new}], before, after, handout: {z, p_positive, loss}, rule, handout_rule}")
     return {"alpha": alpha, "x1": x1, "x2": x2, "y": y, "w1": w1, "w2": w2, "b": b}

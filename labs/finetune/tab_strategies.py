@@ -95,8 +95,3 @@ def wire(button, outputs, values: list, task) -> None:
         ui.friendly(on_compare), [model, *rest, task], outputs, api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
         show_progress_on=[outputs[2]], trigger_mode="multiple")
-    ui.api(shared_runs.compare_stream, "compare_strategies",
-           "Run feature extraction, partial and full fine-tuning, layer-wise lr decay, LoRA, prompt tuning (sentence "
-           "tasks) and prefix tuning on a task's built-in data (shared with identical comparisons; streams the "
-           "queue's place while it waits).",
-           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)

@@ -98,8 +98,4 @@ def build(demo: gr.Blocks) -> dict:
         ui.friendly(on_stages), [model, labelled, lm_epochs, epochs, seed], outputs, api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
     ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
-    ui.api(ulmfit.ulmfit_stream, "ulmfit",
-           "ULMFiT's three stages: the language-modelling objective on the reviews' text, then fine-tuning on a few "
-           "labelled reviews, beside the same fine-tune without the middle stage (one shared job).",
-           per_student=True, concurrency_id="finetune-follow", concurrency_limit=None)
     return {"ulmfit_model": model, "labelled": labelled, "lm_epochs": lm_epochs, "ulmfit_epochs": epochs}

@@ -225,6 +225,3 @@ def build(demo: gr.Blocks) -> None:
     for part, handler in ((padding, on_padding), (encdec, on_encdec)):
         ui.wire(part.run.click, handler, part.texts, part.plots)
         ui.on_load(demo, handler, part.texts, part.plots)
-    ui.api(compute.masks_result, "masks",
-           "masks(text, encoder_model, causal_model) -> {tokens, bidirectional, causal, connections, real: {encoder, "
-           "causal}}")

@@ -22,6 +22,9 @@ MAX_BEAMS = 8
 # Beam search keeps every beam going: beams × new tokens bounds its cost (8 × 40 or 4 × 80 take a few
 # seconds on SmolLM2), so one student's search cannot hold the model for a minute.
 BEAM_BUDGET = 320
+# Generations in flight at once (the Generate button and /generate together): greedy ones share batches;
+# sampling and beams run two at a time.
+GENERATING = 32
 ENDED_AT_ONCE = "The model ended the text at once (it produced its end-of-text token first)."
 
 

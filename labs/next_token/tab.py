@@ -37,5 +37,3 @@ def build(demo: gr.Blocks) -> None:
     tab_step.wire(main, step)
     tab_generate.wire(main, gen)
     tab_softmax.wire(demo, calc)
-    for panel in (tab_distribution, tab_generate, tab_inside):
-        panel.register_api()

@@ -76,10 +76,3 @@ def wire(demo: gr.Blocks, main: SimpleNamespace, pick: gr.Dropdown) -> None:
     ui.wire([main.show.click, main.prompt.submit], on_show, inputs, outputs)
     ui.on_load(demo, on_show, inputs, outputs)
     ui.wire([s.release for s in main.knobs], on_show, inputs, outputs, show_progress="hidden")
-
-
-def register_api() -> None:
-    # The API takes the full ranges (temperature up to 5), beyond the sliders' lecture range.
-    ui.api(compute.next_token_json, "next_token",
-           "next_token(prompt, model, temperature, top_k, top_p) -> {model, source, prompt_tokens, entropy, "
-           "distribution: [{token, token_id, logit, prob, kept}]}")

@@ -12,8 +12,8 @@ from labs.core.models import models
 from labs.core.ui import ui
 from labs.core.ui.switches import StopSwitches
 from labs.next_token import generation
+from labs.next_token.generation import GENERATING
 
-GENERATING = 32  # generations in flight at once: greedy ones share batches; sampling and beams run two at a time
 STOPS = StopSwitches()
 BEAM_HEADERS = ["beam", "score (log-prob / length)", "text"]
 
@@ -88,10 +88,3 @@ def wire(main: SimpleNamespace, gen: SimpleNamespace) -> None:
     ui.wire(gen.stop.click, on_stop, queue=False)
     ui.wire(gen.compare.click, on_compare, [main.prompt, main.model, gen.max_new, *main.knobs, gen.beams, gen.seed],
             gen.compared, concurrency_id="generate")
-
-
-def register_api() -> None:
-    ui.api(generation.generate_json, "generate",
-           "generate(prompt, model, strategy, max_new_tokens, temperature, top_k, top_p, num_beams, seed) -> "
-           "{model, strategy, completions: [{text, score}], note}", concurrency_id="generate",
-           concurrency_limit=GENERATING)

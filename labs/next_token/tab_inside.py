@@ -126,13 +126,3 @@ def wire(box: SimpleNamespace, model: gr.Dropdown) -> None:
             box.lens_outputs)
     ui.wire([box.tree_run.click, box.tree_box.expand], on_tree, [model, *box.tree_inputs], box.tree_outputs,
             concurrency_id="generate")
-
-
-def register_api() -> None:
-    ui.api(inside.score_json, "score", "score(text, model) -> {model, source, tokens, token_ids, logprobs, "
-           "total_logprob, mean_loss, perplexity}")
-    ui.api(inside.logit_lens_json, "logit_lens", "logit_lens(text, model, top_k) -> {model, source, tokens, "
-           "position, layers: [{layer, top: [{token, token_id, prob}], final_token_prob, final_token_rank}]}")
-    ui.api(beam_tree.beam_tree_json, "beam_tree", "beam_tree(prompt, model, num_beams, max_new_tokens) -> "
-           "{model, nodes: [{id, parent, step, token, token_id, logprob, status}], beams: [{text, score}]}",
-           concurrency_id="generate")

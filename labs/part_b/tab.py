@@ -203,9 +203,3 @@ def build(demo: gr.Blocks) -> None:
     ui.wire([check.click] + [b.submit for b in boxes], on_check, [picker, *boxes, saved], [verdict, saved, done])
     ui.wire(show.click, on_evidence, [picker, *boxes, saved], [shown, saved])
     ui.wire(download.click, on_download, saved, report).then(None, report, None, js=DOWNLOAD_JS)
-    ui.api(questions.part_b_questions, "part_b_questions",
-           "part_b_questions() -> {questions: [{id, part, section, wording, kind, answer_type, fields: [{key, label, "
-           "hint}], tolerance, lab, erratum}]}")
-    ui.api(workbook.check_part_b, "check_part_b",
-           "check_part_b(answers: {id: {field: answer}}) -> {results: [{id, verdict: right | wrong | open | "
-           "not measured here, expected, tolerance, evidence, fields}], versions}")

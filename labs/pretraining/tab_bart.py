@@ -86,7 +86,4 @@ def build(demo: gr.Blocks) -> dict:
     inputs, outputs = [text, transform, seed], [out, rebuilt, result]
     ui.wire([button.click, text.submit, transform.input], on_bart, inputs, outputs)
     ui.on_load(demo, on_bart, inputs, outputs)
-    ui.api(bn.bart_noise, "bart_noise",
-           "bart_noise(text, transform, seed, model) -> {transform, tokenizer, original_tokens, noised_tokens, "
-           "original_ids, noised_ids, fate, details, reconstruction: {model, text, loss, exact} or null, note}")
     return {"bart_text": text, "bart_transform": transform, "bart_seed": seed}

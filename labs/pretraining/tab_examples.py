@@ -148,11 +148,4 @@ def build(demo: gr.Blocks) -> dict:
     result = ui.result_json()
     ui.wire([button.click, text.submit], on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
     ui.on_load(demo, on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
-    ui.api(objectives.pretraining_examples_json, "pretraining_examples",
-           "pretraining_examples(text, text_b, model_masked, model_causal, model_seq2seq, seed) -> {seed, gpt, mlm, "
-           "nsp, t5, electra, notes}: each objective's training example (tokens, ids, targets/labels, positions, signal)")
-    ui.api(electra.replaced_token_detection_json, "replaced_token_detection",
-           "replaced_token_detection(text, model_generator, model_discriminator, seed) -> {tokens, positions, "
-           "generator_input_tokens, sampled_tokens, labels (1 = replaced), p_replaced, discriminator_accuracy, signal, "
-           "notes}: ELECTRA's generator and discriminator on one text (null where not measured here)")
     return {"text": text, "masked": masked, "causal": causal, "seq2seq": seq2seq, "seed": seed}

@@ -69,9 +69,6 @@ def build(demo: gr.Blocks) -> dict:
     table = ui.table(HEADERS, "Each rate")
     notes = gr.Markdown(curve_markdown_placeholder())
     ui.wire(button.click, on_curve, [text, model, spans_too, seeds], [figure, table, notes])
-    ui.api(mask_rate.mask_rate_json, "mask_rate",
-           "mask_rate(text, model, rates, span, seeds) -> {model, span, rates, points: [{rate, accuracy, loss, "
-           "masked_tokens, by_seed}], passes, note, published}")
     return {"mask_text": text, "mask_model": model}
 
 

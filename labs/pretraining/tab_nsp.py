@@ -116,7 +116,4 @@ def build(demo: gr.Blocks) -> dict:
     ui.wire(reveal.click, on_reveal, [model, guess_random, guess_swapped], revealed)
     if names:
         ui.on_load(demo, on_nsp_first, [a, b, model], [out, result])
-    ui.api(nsp.nsp_json, "nsp", "nsp(sentence_a, sentence_b, model) -> {tokens, ids, segment_ids, p_is_next, logits}")
-    ui.api(nsp.nsp_accuracy_json, "nsp_accuracy",
-           "nsp_accuracy(model, seed) -> {pairs, accuracy_random, accuracy_swapped, mean_p_is_next, examples}")
     return {"sentence_a": a, "sentence_b": b, "nsp_model": model}

@@ -65,7 +65,4 @@ def build(demo: gr.Blocks) -> dict:
     ui.wire([button.click, text.submit], on_fill, inputs, [out, table, result])
     if names:
         ui.on_load(demo, on_fill, inputs, [out, table, result])
-    ui.api(span_corruption.span_corruption_json, "span_corruption",
-           "span_corruption(text, model, noise_density, mean_span_length, seed) -> {input_tokens, target_tokens, "
-           "spans: [{start, end, text, sentinel}], filled: [{sentinel, predicted, original, bert}]}")
     return {"span_text": text, "seq2seq_fill": model, "noise_density": density, "mean_span_length": span}

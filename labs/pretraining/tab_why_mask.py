@@ -93,7 +93,4 @@ def build(demo: gr.Blocks) -> dict:
     result = ui.result_json()
     ui.wire([button.click, text.submit], on_why, [text, model, seed], [table, example, explained, result])
     ui.on_load(demo, on_why, [text, model, seed], [table, example, explained, result])
-    ui.api(why.why_80_10_10_json, "why_80_10_10",
-           "why_80_10_10(text, model, seed) -> {model, measured, conditions: [{name, what, positions, loss, accuracy}], "
-           "example, notes, why, course}: the same chosen tokens as [MASK], random, kept; and the rest with no [MASK]")
     return {"why_text": text, "why_model": model, "why_seed": seed}

@@ -209,9 +209,3 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(steps.check.click, on_check, [steps.corpus, steps.merges, steps.word, steps.pair_guess,
                                           steps.split_guess], steps.verdict)
     ui.wire(trained.run.click, on_train, [trained.text, trained.vocab, trained.words], trained.outputs)
-    ui.api(compute.tokenize_json, "tokenize",
-           "tokenize(text, models) -> {tokenizers: [{model, algorithm, marks, vocab_size, tokens, ids, special, "
-           "chars_per_token}]}; models: a list of names, empty for every model offered here")
-    ui.api(bpe.bpe_json, "bpe",
-           "bpe(corpus, merges, word) -> {merges: [{step, pair, count, token}], vocab, word, pieces}; corpus: "
-           "'word count' lines, merges 0-200")

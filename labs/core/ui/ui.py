@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import cachetools
@@ -16,7 +17,8 @@ from labs.core.errors import message_for
 from labs.core.models import models
 from labs.core.ui import figure_text, links
 from labs.core.ui.escape import esc, md  # noqa: F401  (the tabs use ui.esc and ui.md)
-from labs.core.work import jobs, services
+from labs.core.work import jobs
+from labs.core.work.endpoints import Endpoint
 
 ASSETS = Path(__file__).resolve().parents[3] / "assets"  # labs/core/ui/ui.py -> the repository root
 DONE = '<div class="lab-progress"><progress value="1" max="1"></progress> <span>Done.</span></div>'
@@ -151,17 +153,20 @@ def spec_of(component) -> links.Spec:
     return links.Spec("text", max_chars=getattr(component, "max_length", None) or 2000)
 
 
-def api(fn, name: str, description: str, *, per_student: bool = False, **kwargs):
-    """Register a compute function as a pure-JSON API endpoint. Its type hints describe the inputs;
-    the function checks every value itself (an API caller can send anything). Its errors reach the
-    client as plain text: no page renders them (see to_gr_error). per_student: the caller's session
-    is the student a job is asked for (labs.core.work.jobs: one waiting job per student). A function
-    whose last parameter is `request` gets the caller's request there (who is asking, from where)."""
-    services.offer(name, fn)  # other labs (the Part B workbook) call it by name, without importing its lab
-    wants_request = "request" in inspect.signature(fn).parameters
-    fn = friendly(fn, for_browser=False)
-    fn = as_student(fn) if per_student else with_request(fn) if wants_request else fn
-    return gr.api(fn, api_name=name, api_description=description, **kwargs)
+def register(endpoints: Iterable[Endpoint]) -> None:
+    """Register declared endpoints (a lab's labs/<lab>/endpoints.py) as pure-JSON API endpoints, inside the app's
+    Blocks. Each compute function's type hints describe the inputs; the function checks every value itself (an
+    API caller can send anything). Its errors reach the client as plain text: no page renders them (see
+    to_gr_error). per_student: the caller's session is the student a job is asked for (labs.core.work.jobs: one
+    waiting job per student). A function whose last parameter is `request` gets the caller's request there (who
+    is asking, from where)."""
+    for endpoint in endpoints:
+        fn = endpoint.fn
+        wants_request = "request" in inspect.signature(fn).parameters
+        fn = friendly(fn, for_browser=False)
+        fn = as_student(fn) if endpoint.per_student else with_request(fn) if wants_request else fn
+        gr.api(fn, api_name=endpoint.name, api_description=endpoint.description, queue=endpoint.queue,
+               concurrency_id=endpoint.concurrency_id, concurrency_limit=endpoint.concurrency_limit)
 
 
 def with_request(fn):

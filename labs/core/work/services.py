@@ -2,15 +2,17 @@
 
 Labs never import each other, yet the Part B workbook needs what several of them compute: the Fine-tune
 lab's run, Fill in the blank's guesses, Pre-training's mask-rate curve, Choosing a model's bias probe. Every
-lab already offers its compute as an API endpoint (ui.api registers it here too), so the workbook calls the
-endpoint's function by its name and gets exactly the JSON a script calling `/fill_mask` gets, computed
-through the same shared passes and jobs, with no import of the lab that offers it."""
+lab declares its endpoints in labs/<lab>/endpoints.py (labs.core.work.endpoints), and app.py offers here those
+of the labs it is built with; so the workbook calls an endpoint's function by its name and gets exactly the JSON
+a script calling `/fill_mask` gets, computed through the same shared passes and jobs, with no import of the lab
+that offers it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from labs.core.errors import LabError
+from labs.core.work.endpoints import Endpoint
 
 _OFFERED: dict[str, Callable] = {}
 
@@ -19,10 +21,12 @@ class NotOffered(LabError):
     """A lab this server was built without."""
 
 
-def offer(name: str, fn: Callable) -> None:
-    """Make an endpoint's compute function callable by name (the last one registered under a name wins,
-    as a rebuilt app registers its endpoints again)."""
-    _OFFERED[name] = fn
+def offer(endpoints: Iterable[Endpoint]) -> None:
+    """Make these declared endpoints, and only these, callable by name: the labs this server is built with (a
+    rebuilt app offers its own again)."""
+    offered = {endpoint.name: endpoint.fn for endpoint in endpoints}
+    _OFFERED.clear()
+    _OFFERED.update(offered)
 
 
 def get(name: str) -> Callable:

@@ -1,0 +1,37 @@
+"""An API endpoint, declared with its compute: each lab lists its own in `labs/<lab>/endpoints.py`.
+
+    ENDPOINTS = (
+        Endpoint("fill_mask", compute.fill_mask_json, "fill_mask(text, model, top_k) -> {...}"),
+    )
+
+One list per lab, read by three readers and written nowhere else: app.py registers every endpoint of the labs it
+is built with (`ui.register`), `services` makes their functions callable by name in this process (the workbook
+calls the Fine-tune lab's run without importing it), and tools/api_docs.py writes docs/api.md from them. No
+Gradio here: a lab's endpoints module imports its compute and this, nothing else."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A pure-JSON endpoint at /<name>: its compute function, whose type hints describe the inputs (it checks
+    every value itself: an API caller can send anything), and what it returns."""
+
+    name: str
+    fn: Callable
+    description: str
+    # The caller's session is the student a job is asked for (labs.core.work.jobs: one waiting job per student).
+    per_student: bool = False
+    queue: bool = True  # False: a few milliseconds of work that skips Gradio's queue (its bookkeeping costs more)
+    concurrency_id: str | None = None  # endpoints (and events) with one id share one concurrency limit
+    concurrency_limit: int | None | Literal["default"] = "default"  # None: no limit; "default": the app's
+
+
+def declared(lab_id: str) -> tuple[Endpoint, ...]:
+    """The endpoints a lab declares (`labs/<lab_id>/endpoints.py`'s ENDPOINTS), in its order."""
+    return importlib.import_module(f"labs.{lab_id}.endpoints").ENDPOINTS
