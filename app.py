@@ -21,6 +21,7 @@ import gradio as gr  # noqa: E402
 
 from labs.attention import tab as attention  # noqa: E402
 from labs.choosing import tab as choosing  # noqa: E402
+from labs.classroom import poll_route  # noqa: E402
 from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, tab_bar
@@ -132,6 +133,9 @@ def main() -> None:
         footer_links=["api"],
         show_error=True,
         max_threads=CONCURRENT_EVENTS * 2,
+        # Plain HTTP routes, before Gradio's own: a student's page asks whether its class moved on
+        # (labs/classroom/poll_route.py) without a Gradio event.
+        app_kwargs={"routes": list(poll_route.ROUTES)},
     )
 
 

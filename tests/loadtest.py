@@ -467,6 +467,9 @@ def main() -> int:
                                                                   "finished by then are counted as unfinished")
     parser.add_argument("--class", dest="class_size", default="", help="Ask the class: this many students answer "
                                                                         "one question at once (tests/loadtest_class.py)")
+    parser.add_argument("--class-poll", choices=("version", "state"), default="version",
+                        help="--class: how a waiting page looks for the reveal: GET /class/version, redrawing on a "
+                             "change (the page now), or the whole /class_state every 3 s (the page before)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.class_size:

@@ -1,13 +1,13 @@
 """A class at once (`python -m tests.loadtest --class 100`): a lecturer starts a class and asks the lecture's
 fill-in-the-blank question on a bert-base-sized model; 100 students join, then all answer within three seconds
-(many the same word, some their own, some words of several pieces) while their pages look for the reveal every
-3 s and the projector counts every second; 50 other students press Fill in the blank during the same seconds.
+(many the same word, some their own, some words of several pieces) while their pages ask every 3 s whether the
+class moved on (GET /class/version, as assets/js/classroom.js does) and the projector counts every second; 50 other students press Fill in the blank during the same seconds.
 Then the lecturer reveals. Prints: answers stored / sent, each answer's time (p50, p95, max), how long until the
 projector's count was current after the last answer, the reveal's time, and /fill_mask's p95 with the class
 beside /fill_mask alone in the same run, with the server's CPU seconds.
 
-The students' pages are simulated through the API (`/class_state`, a queued event), which costs the server
-more than the page's own look (a timer event outside the queue): the figures are pessimistic. The simulated
+A page whose class moved on redraws through `/class_state` (the page's own refresh is a queue-free event of
+the same work). The simulated
 students share the server's two cores at a lower priority (os.nice), as phones would not share them at all."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main_class(args) -> int:
+    import httpx
     import psutil
     from gradio_client import Client
 
@@ -80,12 +81,18 @@ def main_class(args) -> int:
                     print(f"  projector: {str(exc)[:120]}", flush=True)
                 stop_polling.wait(1.0)
 
-        def page(i: int) -> None:  # a student's page looking for the reveal every 3 s
-            while not stop_polling.wait(3.0):
-                try:
-                    students[i].predict(code, ids[i], api_name="/class_state")
-                except Exception as exc:  # noted, and the page goes on looking
-                    print(f"  page {i}: {str(exc)[:120]}", flush=True)
+        def page(i: int) -> None:  # a student's page asking whether the class moved on, every 3 s
+            seen = None
+            with httpx.Client(base_url=url, timeout=30) as http:
+                while not stop_polling.wait(3.0):
+                    try:
+                        version = (http.get("/class/version", params={"code": code}).raise_for_status().json()
+                                   if args.class_poll == "version" else None)
+                        if version != seen or version is None:
+                            seen = version
+                            students[i].predict(code, ids[i], api_name="/class_state")
+                    except Exception as exc:  # noted, and the page goes on looking
+                        print(f"  page {i}: {str(exc)[:120]}", flush=True)
 
         def student(i: int, barrier: threading.Barrier) -> None:
             barrier.wait()
@@ -126,8 +133,9 @@ def main_class(args) -> int:
         latencies = [a[1] - a[0] for a in ok]
         errors = [a[2] for a in acked if a[2]]
         cpu = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+        polling = "asking /class/version" if args.class_poll == "version" else "redrawing /class_state"
         print(f"\nA class of {n}: one fill-in-the-blank question on {bert.name}, every answer within 3 s, pages "
-              "polling /class_state every 3 s, the projector /class_count every 1 s; 50 /fill_mask beside it.\n")
+              f"{polling} every 3 s, the projector /class_count every 1 s; 50 /fill_mask beside it.\n")
         print("| what | figure |\n|---|---|")
         print(f"| answers stored / sent | {stored} / {n} (acknowledged {len(ok)}, refused {len(errors)}) |")
         print(f"| an answer: p50 / p95 / max | {statistics.median(latencies):.2f} / {percentile(latencies, .95):.2f} / "

@@ -95,6 +95,50 @@ def test_a_hostile_client_never_acts_as_the_lecturer(client, app_server, tiny_mo
         assert key not in repr(response)
 
 
+def get_version(url: str, code: str, client_address: str = "198.51.100.40") -> tuple:
+    """GET /class/version as a student's page does: (status, JSON, headers)."""
+    import json
+    import urllib.error
+    from urllib.parse import quote
+
+    request = urllib.request.Request(f"{url.rstrip('/')}/class/version?code={quote(code)}",
+                                     headers={"X-Forwarded-For": client_address})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read()), response.headers
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), error.headers
+
+
+def test_the_poll_route_says_when_the_class_moved_on(client, app_server):
+    """A student's page polls /class/version (not a Gradio event): its number is /class_state's, it moves on with
+    every question, reveal and end, and an unknown code is refused and counted like a wrong join."""
+    url = app_server["url"]
+    start = start_class(client)
+    key, code = start["lecturer_key"], start["code"]
+    status, now, headers = get_version(url, start["shown_code"].lower())  # as typed: "abc-def" is the class
+    assert status == 200 and now["closed"] is False and "no-store" in headers.get("Cache-Control", "")
+    assert now["version"] == client.predict(code, "", api_name="/class_state")["version"]
+    seen = [now["version"]]
+    ask(client, key, "number", "How many tokens in 'unbelievable'?")
+    seen.append(get_version(url, code)[1]["version"])
+    client.predict(key, api_name="/class_reveal")
+    seen.append(get_version(url, code)[1]["version"])
+    client.predict(key, api_name="/class_close")
+    status, now, _ = get_version(url, code)
+    assert seen == sorted(set(seen)) and now["version"] > seen[-1] and now["closed"] is True, (seen, now)
+
+    status, body, _ = get_version(url, "x")
+    assert status == 400 and "6 letters and digits" in body["error"]
+    wrong = "ZZZ999" if code != "ZZZ999" else "YYY888"
+    for _ in range(30):  # a script guessing codes through the poll route meets the join box's limit
+        status, body, _ = get_version(url, wrong, client_address="203.0.113.77")
+    assert status == 404 and "no class" in body["error"], body
+    status, body, _ = get_version(url, code, client_address="203.0.113.77")
+    assert status == 404 and "Too many" in body["error"]
+    assert get_version(url, code)[0] == 200  # other networks are not affected
+
+
 @pytest.mark.parametrize("given, message", [("x" * 10_000, "10,000 characters"), ("", "Type your answer"),
                                             ("twelve", "not a number")])
 def test_bad_answers_get_a_clear_message(client, given, message):

@@ -14,3 +14,47 @@
     if (document.body) on(); else document.addEventListener("DOMContentLoaded", on);
   }
 })();
+
+// A student's page in a class asks the server every few seconds whether the class moved on: a plain GET of
+// /class/version (labs/classroom/poll_route.py), not a Gradio event. Only when the number changed does it press
+// the panel's hidden refresh button, whose Gradio event redraws the panel. A phone with the page in the
+// background does not ask; it asks at once when the student comes back. A code the server does not know (a
+// mistyped link) stops the asking: each would count as a wrong code against the lecture hall's network.
+(function () {
+  const POLL_MS = 3000;
+  const shown = {};  // the version each code was last seen at (a new page's first answer redraws once)
+  const stopped = {};  // codes the server refused
+  let asking = false;
+
+  function root() {
+    const config = window.gradio_config;
+    return ((config && config.root) || window.location.origin).replace(/\/$/, "");
+  }
+
+  async function poll() {
+    const code = new URL(window.location).searchParams.get("class");
+    const refresh = document.getElementById("lab-class-refresh");
+    if (!code || stopped[code] || asking || document.hidden || !refresh) return;
+    asking = true;
+    try {
+      const response = await fetch(root() + "/class/version?code=" + encodeURIComponent(code),
+                                   {cache: "no-store"});
+      if (response.status >= 400 && response.status < 500) { stopped[code] = true; return; }
+      if (!response.ok) return;  // the server is busy or its database is away: ask again next time
+      const now = await response.json();
+      const version = now.version + (now.closed ? ":closed" : "");
+      if (shown[code] !== version) {
+        shown[code] = version;
+        refresh.click();
+      }
+      if (now.closed) stopped[code] = true;  // an ended class changes no more
+    } catch (error) {
+      // offline for a moment (a phone between networks): ask again next time
+    } finally {
+      asking = false;
+    }
+  }
+
+  setInterval(poll, POLL_MS);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) poll(); });
+})();

@@ -1,8 +1,9 @@
 """Ask the class, the student's panel: above the tab bar, phone first (390×844), for a page opened with
 ?class=CODE (a link or the QR code) or after "Join" in the Class tab. The question, one answer box, Send;
 "waiting for the lecturer" until the reveal; then the class's answers and where the student's own stood.
-The page looks for changes every few seconds (cheap: one cached look at the session per second for the
-whole class), and draws only what changed."""
+The page looks for changes every few seconds without a Gradio event (assets/js/classroom.js asks
+labs/classroom/poll_route.py for the class's version number); only when it changed does it press the panel's
+hidden "refresh" button, whose event redraws what changed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from labs.classroom import answers, sessions, views
 from labs.core.errors import LabError
 from labs.core.ui import class_hooks, ui
 
-POLL_SECONDS = 3
 # The page's URL keeps the class (a reload stays in it); the body class lets the CSS put the panel first.
 IN_CLASS_JS = """(page) => { if (page && page.code) {
   const url = new URL(window.location); url.searchParams.set('class', page.code);
@@ -36,7 +36,7 @@ class Panel:
     results: gr.HTML
     page: gr.State  # {"code", "student"} of this page, or None
     seen: gr.State  # the session version this page shows
-    timer: gr.Timer
+    refresh: gr.Button  # hidden; classroom.js presses it when the class's version changed
 
     def view_outputs(self) -> list:
         """What a change of the class redraws, in the order of VIEW (as_list)."""
@@ -44,7 +44,7 @@ class Panel:
 
 
 PANEL: Panel | None = None  # this app's panel: the Class tab's "Join" and the workbook's "Share" use it
-VIEW = ("column", "head", "question", "word", "choice", "send", "status", "results", "seen", "timer")
+VIEW = ("column", "head", "question", "word", "choice", "send", "status", "results", "seen")
 
 
 def as_list(updates: dict) -> list:
@@ -84,7 +84,6 @@ def view(state: dict, seen) -> dict:
         "status": status_text(state),
         "results": views.student_results(state["results"], state["your_answer"]) if state["revealed"] else "",
         "seen": {"version": state["version"], "question": (question or {}).get("id")},
-        "timer": gr.Timer(active=not state["closed"]),
         "column": gr.update(visible=True),
     }
     return updates
@@ -93,7 +92,7 @@ def view(state: dict, seen) -> dict:
 def refused(message: str) -> dict:
     return {"column": gr.update(visible=True), "head": "**Ask the class**", "question": "",
             "word": gr.update(visible=False), "choice": gr.update(visible=False), "send": gr.update(visible=False),
-            "status": views.status_html(f"⚠️ {ui.esc(message)}"), "results": "", "timer": gr.Timer(active=False)}
+            "status": views.status_html(f"⚠️ {ui.esc(message)}"), "results": ""}
 
 
 def build_panel(demo: gr.Blocks) -> Panel:
@@ -109,8 +108,9 @@ def build_panel(demo: gr.Blocks) -> Panel:
         status = gr.HTML(elem_id="lab-class-status")
         results = gr.HTML(elem_id="lab-class-results")
         leave = gr.Button("Leave the class", size="sm", elem_classes=["lab-secondary"])
+        refresh = gr.Button("Refresh the class", visible="hidden", elem_id="lab-class-refresh")
     panel = Panel(column, head, question, word, choice, send, status, results, gr.State(None), gr.State(None),
-                  gr.Timer(POLL_SECONDS, active=False))
+                  refresh)
     global PANEL
     PANEL = panel
     outputs = panel.view_outputs()
@@ -121,9 +121,9 @@ def build_panel(demo: gr.Blocks) -> Panel:
             return gr.skip(), gr.skip(), *[gr.skip()] * len(outputs)
         return enter(code, membership, request)
 
-    def on_tick(page, seen, request: gr.Request):
+    def on_refresh(page, seen, request: gr.Request):
         if not page:
-            return as_list({"timer": gr.Timer(active=False)})
+            return [gr.skip()] * len(outputs)
         snapshot = sessions.snapshot(page["code"])
         if snapshot is not None and isinstance(seen, dict) and snapshot.session.version == seen.get("version"):
             return [gr.skip()] * len(outputs)
@@ -147,11 +147,11 @@ def build_panel(demo: gr.Blocks) -> Panel:
 
     state_inputs = [hooks.membership]
     ui.wire(demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
-    ui.wire(panel.timer.tick, on_tick, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
+    ui.wire(refresh.click, on_refresh, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
     ui.wire([send.click, word.submit], on_send, [panel.page, word, choice], status, queue=False,
             show_progress="minimal")  # a row in the database: no queue (labs/classroom/tab.py)
-    ui.wire(leave.click, lambda: (None, gr.update(visible=False), gr.Timer(active=False)), None,
-            [panel.page, column, panel.timer], queue=False).then(None, js=LEAVE_JS)
+    ui.wire(leave.click, lambda: (None, gr.update(visible=False)), None, [panel.page, column],
+            queue=False).then(None, js=LEAVE_JS)
     return panel
 
 
