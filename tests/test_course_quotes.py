@@ -124,3 +124,15 @@ def test_no_lab_quotes_the_course_outside_the_table():
                         and not HEADING.match(span) and not any(span in entry for entry in entries)):
                     outside.append((name, node.lineno, span))
     assert outside == []
+
+
+def test_what_the_workbook_and_ask_the_class_quote_is_in_the_table():
+    """The Part A & B workbook's exercise lines and Ask the class's ready questions marked verbatim are the table's
+    entries (so the test above checks them), not copies of their own."""
+    from labs.classroom import presets
+    from labs.part_b import questions
+
+    texts = {q.text for q in cq.QUOTES if q.document == cq.HANDOUT}
+    assert all(line in texts for q in questions.QUESTIONS for line in q.quote)
+    verbatim = [p for p in presets.PRESETS if "(verbatim)" in p.source]
+    assert len(verbatim) == 6 and all(p.text in texts for p in verbatim)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from labs.core.ui import course_quotes_handout as handout
+
 LECTURE, HANDOUT, STRATEGIES, TEXTBOOK, SUMMARY = (
     "Lecture, Week 6", "Handout", "Lecture, Pre-training Strategies", "Textbook", "Summary sheet")
 # The course's documents in ../shared/course, by how the app cites them (the README there)
@@ -342,6 +344,10 @@ QUOTES = (
     Quote('probes_3', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
           '- Upper layers (9--12): Semantic features---coreference, entity types, semantic roles.'),
 )
+# The handout's exercises as the workbook and Ask the class quote them (in their own file for its size).
+QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
+                for exercise, (where, lines) in handout.WORKBOOK.items() for n, line in enumerate(lines, 1))
+QUOTES += tuple(Quote(preset, HANDOUT, where, line) for preset, (where, line) in handout.PRESETS.items())
 BY_ID = {q.id: q for q in QUOTES}
 
 
@@ -352,3 +358,8 @@ def get(quote_id: str) -> Quote:
 def text(quote_id: str) -> str:
     """The course's words for this id, exactly as the document writes them."""
     return BY_ID[quote_id].text
+
+
+def workbook(exercise: str) -> tuple[str, ...]:
+    """The handout's lines of a Part A or B exercise ("B1.1"), each exactly as printed, in its order."""
+    return handout.WORKBOOK[exercise][1]
