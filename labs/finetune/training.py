@@ -120,6 +120,17 @@ def make_optimizer(model, s: Settings, total_steps: int):
     return optimizer, scheduler
 
 
+def update(model, batch: dict, optimizer, scheduler) -> float:
+    """One training step, the same in every loop of this lab: the loss on the batch, its gradients, the
+    optimiser's update and the schedule's next rate; the gradients are freed. Returns the batch's loss."""
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
     """The shuffled batches of one epoch: the same for a given seed (reproducible runs)."""
     import torch
@@ -237,14 +248,10 @@ def train_epochs(model, optimizer_and_scheduler, train_set, val_set, result: Run
             # Students' clicks (the batched passes) go first: the run waits while any is pending.
             batching.activity.wait_for_quiet(YIELD_TO_REQUESTS_S)
             result.schedule.append(max(g["lr"] for g in optimizer.param_groups))  # the rate this step uses
-            loss = model(**train_set.batch(index)).loss
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            loss = update(model, train_set.batch(index), optimizer, scheduler)
             step += 1
-            result.history.append({"step": step, "loss": loss.item()})
-            yield Step(result.phase, step, total_steps, result.history[-1]["loss"], time.perf_counter() - started,
+            result.history.append({"step": step, "loss": loss})
+            yield Step(result.phase, step, total_steps, loss, time.perf_counter() - started,
                        result.schedule[-1])
             if stop is not None and stop.is_set():
                 result.stopped = True
