@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import inspect
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
@@ -14,6 +15,7 @@ from conftest import run_async
 
 from labs.core.ui import ui
 from labs.core.work.jobs import LEFT, JobGone, Queued
+from labs.finetune import tab_run
 from labs.finetune.training import Eval, Step
 
 
@@ -112,3 +114,25 @@ def test_by_name_orders_the_outputs_and_leaves_the_rest():
     assert inspect.signature(ui.by_name(plain, outputs)) == inspect.signature(plain)  # Gradio still sees request
     with pytest.raises(KeyError, match="tabel"):
         ui.by_name(lambda: {"tabel": 1}, outputs)()
+
+
+def test_gathered_hands_one_form_and_keeps_the_request():
+    seen = []
+
+    async def handler(form: tab_run.Form, chosen, request: gr.Request = None):
+        seen.append((form, chosen, request.session_hash))
+        yield {}
+
+    values = ("model", "lora", 8, "query, value", 1e-4, 2, 16, 100, 3, 0.1, 0.01)
+    wrapped = tab_run.gathered(handler)
+    parameters = list(inspect.signature(wrapped).parameters)
+    assert parameters == [f for f in tab_run.Form.__dataclass_fields__] + ["chosen", "request"]
+    assert inspect.isasyncgenfunction(wrapped)
+
+    async def run():
+        return [out async for out in wrapped(*values, "data", request=SimpleNamespace(session_hash="s"))]
+
+    run_async(run())
+    form, chosen, session = seen[0]
+    assert form == tab_run.Form(*values) and form.inputs() == list(values) and (chosen, session) == ("data", "s")
+    assert (form.lora_targets, form.epochs, form.seed) == ("query, value", 2, 3)
