@@ -160,6 +160,24 @@ def test_bad_settings(tiny_models, kwargs, message):
         strategies.check_settings(**values, max_train=len(datasets.builtin_data().train))
 
 
+def test_one_training_step_is_theta_minus_lr_times_autograds_gradient(tiny_models):
+    """training.update (the step every loop of the lab takes, ULMFiT's stages included) against autograd by hand:
+    with plain SGD at a constant rate, each weight moves by −lr·∂L/∂θ, and the step returns the batch's loss."""
+    model = fresh(tiny_models["masked"]).eval()  # no dropout: the hand pass and the step see the same network
+    tokenizer = models.load(tiny_models["masked"], "encoder", "masked").tokenizer
+    batch = training.EncodedSentences(tokenizer, datasets.builtin_data().train[:8], "cpu").batch(range(8))
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss = model(**batch).loss
+    grads = torch.autograd.grad(loss, params)
+    expected = [(p - 0.1 * g).detach() for p, g in zip(params, grads)]
+    optimizer = torch.optim.SGD(params, lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    assert training.update(model, batch, optimizer, scheduler) == pytest.approx(loss.item(), rel=1e-6)
+    for p, want in zip(params, expected):
+        torch.testing.assert_close(p.detach(), want, rtol=1e-5, atol=1e-6)
+    assert all(p.grad is None for p in params)  # the gradients are freed after the step
+
+
 def test_too_many_frozen_layers(tiny_models):
     with pytest.raises(BadInput, match="2 layers"):
         strategies.apply_strategy(fresh(tiny_models["masked"]), "freeze_bottom_3")

@@ -194,8 +194,9 @@ def test_run_both_measures_the_two_stated_settings(tiny_models):
     async def follow():
         return [out async for out in tab_tasks.on_recipes(tiny_models["masked"], "pair", 3)]
 
-    *progress, (done, frame) = run_async(follow())
-    assert progress and done == tab_strategies.ui.DONE
+    *progress, last = run_async(follow())
+    assert progress and all(set(p) == {"progress"} for p in progress) and last["progress"] == tab_strategies.ui.DONE
+    frame = last["table"]
     rows = frame.values.tolist()
     assert [r[:3] for r in rows] == [["the course's recipe", "5e-5", "4"], ["this lab's default", "1e-4", "5"]]
     for row, (lr, epochs) in zip(rows, (recipes.RECIPES["pair"].course, tasks.TASK_DEFAULTS["pair"])):

@@ -96,15 +96,40 @@ def test_the_tab_shows_the_place_in_the_queue(tiny_models):
     values = (tiny_models["masked"], "full", 4, "query, value", 1e-3, 1, 8, 32, 105, 0.1, 0.01, None, False, [])
 
     async def first_two_outputs():
-        handler = finetune_tab.on_run(*values, request=SimpleNamespace(session_hash="student"))
+        handler = finetune_tab.gathered(finetune_tab.on_run)(*values, request=SimpleNamespace(session_hash="student"))
         outputs = [await handler.__anext__()]
         await handler.aclose()  # the page closes: the waiting job leaves the queue
         return outputs
 
-    (progress, *_), = run_async(first_two_outputs())
+    (shown,) = run_async(first_two_outputs())
+    assert set(shown) == {"progress"}  # the other outputs keep their values
+    progress = shown["progress"]
     assert "1 run ahead of yours, about" in progress and "Stop leaves the queue" in progress
     follower.join(300)
     assert JOBS.waiting() == 0
+
+
+def test_the_tabs_settings_are_the_apis_and_its_run_equals_the_same_api_run(tiny_models):
+    """One settings object: the tab's values (tab_run.Form, as Gradio hands them to the handler) check into the
+    Settings that the `finetune` API builds from the same flat arguments, LoRA's targets, warm-up and decay
+    included; the run the tab follows equals the same run through the API's function, trained alone."""
+    m = tiny_models["masked"]
+    values = (m, "lora", 4, "query, key, value", 1e-3, 1, 8, 32, 108, 0.2, 0.05)
+    s, data = finetune_tab.settings_from(finetune_tab.Form(*values), None)
+    flat = (m, "lora_r4", 1e-3, 1, 8, 32, 108, False, "sentiment", "", 0.2, 0.05, "query, key, value")
+    api, api_data, scratch = training.api_settings(*flat)
+    assert s == api and not scratch and shared_runs.data_key(data) == shared_runs.data_key(api_data)
+    assert (s.lora_targets, s.warmup_ratio, s.weight_decay) == ("query, key, value", 0.2, 0.05)
+    assert training.api_settings(m)[0] == strategies.Settings(s.model)  # an old call's defaults: Settings' own
+
+    async def the_tabs_outputs():
+        run = finetune_tab.gathered(finetune_tab.on_run)(*values, None, False, [],
+                                                         request=SimpleNamespace(session_hash="tab"))
+        return [out async for out in run]
+
+    *_, last = run_async(the_tabs_outputs())
+    assert comparable(last["result"]) == comparable(training.finetune(*flat))
+    assert last["runs"][-1]["after"] == last["result"]["accuracy_after"]
 
 
 @pytest.fixture

@@ -81,13 +81,22 @@ def progress_json(event: Step, run: int) -> dict:
     return {"status": "running", "run": run, "step": event.step, "total_steps": event.total_steps}
 
 
+def api_settings(model, task="sentiment", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
+                 warmup_ratio=0.1, weight_decay=0.01) -> tuple[Settings, object]:
+    """The `compare_strategies` API's arguments checked, and the task's built-in data: the fields of Settings but
+    the strategy and LoRA's targets, which are each run's own (plan)."""
+    data = tasks.task_data(task)
+    return check_settings(model, "full", learning_rate, epochs, batch_size, train_examples, seed, warmup_ratio,
+                          weight_decay, max_train=len(data.train), task=task), data
+
+
 def compare_strategies(model: str, task: str = "sentiment", learning_rate: float = 5e-5, epochs: int = 3,
-                       batch_size: int = 16, train_examples: int = 200, seed: int = 0) -> Iterator[dict]:
+                       batch_size: int = 16, train_examples: int = 200, seed: int = 0, warmup_ratio: float = 0.1,
+                       weight_decay: float = 0.01) -> Iterator[dict]:
     """The `/compare_strategies` API: streams {"status": "running", "run", "step", "total_steps"}, then
     {"runs": [one row per strategy]} (trainable parameters, seconds, the validation metric, forgetting)."""
-    data = tasks.task_data(task)
-    s = check_settings(model, "full", learning_rate, epochs, batch_size, train_examples, seed,
-                       max_train=len(data.train), task=task)
+    s, data = api_settings(model, task, learning_rate, epochs, batch_size, train_examples, seed, warmup_ratio,
+                           weight_decay)
     rows, events = [], run_all(s, data)
     try:
         for event in events:

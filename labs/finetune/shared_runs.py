@@ -16,7 +16,7 @@ from labs.core.models import models
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import compare, tasks, training
 from labs.finetune.data import Dataset
-from labs.finetune.strategies import Settings, apply_strategy, check_settings
+from labs.finetune.strategies import Settings, apply_strategy
 from labs.finetune.training import RunResult, Step
 
 OVERHEAD_STEPS = 12  # loading, evaluating and the forgetting probe of one run, in training steps' time
@@ -96,12 +96,14 @@ def compare_ticket(s: Settings, data, owner: str | None = None, page: bool = Fal
 async def finetune_stream(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
                           batch_size: int = 16, train_examples: int = 200, seed: int = 0,
                           compare_scratch: bool = False, task: str = "sentiment", train_domain: str = "",
-                          warmup_ratio: float = 0.1, weight_decay: float = 0.01) -> AsyncIterator[dict]:
+                          warmup_ratio: float = 0.1, weight_decay: float = 0.01,
+                          lora_targets: str = "query, value") -> AsyncIterator[dict]:
     """The `finetune` API: a whole run on the built-in data, shared with identical runs. Streams the
     queue's place while it waits, the progress after every step, then the result's JSON. A client that
     goes away leaves the run (which stops after its current step if nobody else follows it)."""
     s, data, scratch = training.api_settings(model, strategy, learning_rate, epochs, batch_size, train_examples,
-                                             seed, compare_scratch, task, train_domain, warmup_ratio, weight_decay)
+                                             seed, compare_scratch, task, train_domain, warmup_ratio, weight_decay,
+                                             lora_targets)
     results = []
     async for event in run_ticket(s, data, scratch):
         if isinstance(event, Queued):
@@ -114,12 +116,12 @@ async def finetune_stream(model: str, strategy: str = "full", learning_rate: flo
 
 
 async def compare_stream(model: str, task: str = "sentiment", learning_rate: float = 5e-5, epochs: int = 3,
-                         batch_size: int = 16, train_examples: int = 200, seed: int = 0) -> AsyncIterator[dict]:
+                         batch_size: int = 16, train_examples: int = 200, seed: int = 0, warmup_ratio: float = 0.1,
+                         weight_decay: float = 0.01) -> AsyncIterator[dict]:
     """The `compare_strategies` API: the queue's place while it waits, then {"status": "running", "run",
     "step", "total_steps"}, then {"runs": [one row per strategy]}; shared with identical comparisons."""
-    data = tasks.task_data(task)
-    s = check_settings(model, "full", learning_rate, epochs, batch_size, train_examples, seed,
-                       max_train=len(data.train), task=task)
+    s, data = compare.api_settings(model, task, learning_rate, epochs, batch_size, train_examples, seed, warmup_ratio,
+                                   weight_decay)
     rows = []
     async for event in compare_ticket(s, data):
         if isinstance(event, Queued):

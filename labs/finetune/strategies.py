@@ -18,7 +18,7 @@ from labs.finetune.tasks import check_task
 LEARNING_RATE_PRESETS = {"2e-5 (lecture: BERT default)": 2e-5, "5e-5 (lecture: small data)": 5e-5,
                          "1e-2 (too high!)": 1e-2}
 DEFAULTS = dict(strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
-                warmup_ratio=0.1, weight_decay=0.01)
+                warmup_ratio=0.1, weight_decay=0.01, lora_targets="query, value", task="sentiment")
 LIMITS = dict(epochs=(1, 10), batch_size=(2, 64), train_examples=(8, MAX_CSV_ROWS))
 LORA_TARGETS = {"query, value": ("query", "value"), "query, key, value": ("query", "key", "value")}
 _ALIASES = {"query": ("query", "q_lin", "q_proj"), "key": ("key", "k_lin", "k_proj"),
@@ -37,6 +37,8 @@ PROMPT_TUNING_TASKS = ("sentiment", "pair")
 
 @dataclass(frozen=True)
 class Settings:
+    """One run's settings, checked (check_settings), as transformers' TrainingArguments gathers a Trainer's: what
+    the tab, the API endpoints and every run of the lab pass along, and what a shared run is keyed by."""
     model: str
     strategy: str = DEFAULTS["strategy"]
     learning_rate: float = DEFAULTS["learning_rate"]
@@ -46,8 +48,8 @@ class Settings:
     seed: int = DEFAULTS["seed"]
     warmup_ratio: float = DEFAULTS["warmup_ratio"]
     weight_decay: float = DEFAULTS["weight_decay"]
-    lora_targets: str = "query, value"
-    task: str = "sentiment"
+    lora_targets: str = DEFAULTS["lora_targets"]
+    task: str = DEFAULTS["task"]
 
 
 ENCODER_FAMILIES = ("encoder", "masked")  # what this lab fine-tunes: BERT-style encoders
@@ -55,8 +57,8 @@ ENCODER_FAMILIES = ("encoder", "masked")  # what this lab fine-tunes: BERT-style
 
 def check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
                    warmup_ratio=DEFAULTS["warmup_ratio"], weight_decay=DEFAULTS["weight_decay"],
-                   lora_targets: str = "query, value", max_train: int | None = None,
-                   task: str = "sentiment") -> Settings:
+                   lora_targets: str = DEFAULTS["lora_targets"], max_train: int | None = None,
+                   task: str = DEFAULTS["task"]) -> Settings:
     # 0 is allowed: the control run, which must change (and forget) nothing.
     lr = check_number(learning_rate, "The learning rate", 0, 1, hint=" (typical: 2e-5 to 5e-5)")
     values = {}

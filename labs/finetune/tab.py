@@ -29,7 +29,7 @@ from labs.finetune.strategies import (
     LIMITS,
     LORA_TARGETS,
 )
-from labs.finetune.tab_run import RUNS_HEADERS, SAMPLE_HEADERS, settings_from
+from labs.finetune.tab_run import RUNS_HEADERS, SAMPLE_HEADERS, Form, gathered, settings_from
 
 TITLE = "Fine-tune"
 ID = "finetune"
@@ -68,12 +68,12 @@ def describe_data(chosen: Dataset) -> tuple[str, pd.DataFrame]:
     return " · ".join(parts), pd.DataFrame(rows, columns=PREVIEW_HEADERS)
 
 
-def loaded_data(chosen: Dataset, builtin: Dataset):
+def loaded_data(chosen: Dataset, builtin: Dataset) -> dict:
     """Hide the upload, remember the data, describe it; the slider's maximum stays ≥ the built-in set's."""
     note, rows = describe_data(chosen)
-    return (gr.update(visible=False), None if chosen is builtin else chosen, note, rows,
-            gr.update(maximum=max(len(chosen.train), len(builtin.train)),
-                      value=min(DEFAULTS["train_examples"], len(chosen.train))))
+    return {"upload": gr.update(visible=False), "chosen": None if chosen is builtin else chosen, "note": note,
+            "preview": rows, "n_train": gr.update(maximum=max(len(chosen.train), len(builtin.train)),
+                                                  value=min(DEFAULTS["train_examples"], len(chosen.train)))}
 
 
 def on_load_data(choice="builtin"):
@@ -82,24 +82,26 @@ def on_load_data(choice="builtin"):
     return describe_data(builtin_data("films" if choice == "films" else None)) if known else (gr.skip(), gr.skip())
 
 
-def on_source(choice):
+def on_source(choice) -> dict:
+    """The data outputs by name (build's data_outputs)."""
     if choice == "upload":
-        return gr.update(visible=True), None, UPLOAD_HINT, None, gr.update()
+        return {"upload": gr.update(visible=True), "chosen": None, "note": UPLOAD_HINT, "preview": None}
     builtin = builtin_data()
     chosen = builtin if choice == "builtin" else builtin_data("films") if choice == "films" else data.hub_dataset(choice)
     return loaded_data(chosen, builtin)
 
 
-def on_upload(blob):
+def on_upload(blob) -> dict:
     if blob is None:
-        return gr.update(), None, UPLOAD_HINT, None, gr.update()
+        return {"chosen": None, "note": UPLOAD_HINT, "preview": None}
     try:
         chosen = data.parse_csv(bytes(blob))
     except BadInput as exc:  # the file is cleared so that the student can drop a corrected one
-        return (gr.update(value=None), None, ui.notice(f"{exc} Nothing from this file was loaded; runs use the "
-                                                       "built-in set until a file loads."),
-                None, gr.update(maximum=len(builtin_data().train)))
-    return (gr.update(),) + loaded_data(chosen, builtin_data())[1:]
+        return {"upload": gr.update(value=None), "chosen": None,
+                "note": ui.notice(f"{exc} Nothing from this file was loaded; runs use the built-in set until a "
+                                  "file loads."),
+                "preview": None, "n_train": gr.update(maximum=len(builtin_data().train))}
+    return {name: value for name, value in loaded_data(chosen, builtin_data()).items() if name != "upload"}
 
 
 def on_params(model_name, kind, n, targets) -> str:
@@ -115,8 +117,8 @@ def preset_rate(preset):
     return LEARNING_RATE_PRESETS.get(preset, gr.update()) if preset else gr.update()
 
 
-def on_code(*values) -> str:
-    s, chosen = settings_from(*values)
+def on_code(form: Form, chosen) -> str:
+    s, chosen = settings_from(form, chosen)
     choice = models.get_choice(s.model)
     hub_id = choice.location if choice.source == "hub" else "sentence-transformers/all-MiniLM-L6-v2"
     return codegen.training_code(s, hub_id, len(chosen.labels))
@@ -153,9 +155,9 @@ def settings_section(train_size: int) -> SimpleNamespace:
             decay = gr.Slider(0, 0.5, value=DEFAULTS["weight_decay"], step=0.01, label="Weight decay")
             seed = gr.Number(DEFAULTS["seed"], label="Seed", precision=0)
             scratch = gr.Checkbox(False, label="Also train from scratch (same architecture, random weights)")
-    return SimpleNamespace(model=model, kind=kind, n=n, targets=targets, params=params, lr=lr, preset=preset,
-                           scratch=scratch, values=[model, kind, n, targets, lr, epochs, batch_size, n_train, seed,
-                                                    warmup, decay], n_train=n_train)
+    form = Form(model=model, kind=kind, n=n, lora_targets=targets, learning_rate=lr, epochs=epochs,
+                batch_size=batch_size, train_examples=n_train, seed=seed, warmup_ratio=warmup, weight_decay=decay)
+    return SimpleNamespace(form=form, params=params, preset=preset, scratch=scratch)
 
 
 def results_section() -> SimpleNamespace:
@@ -167,8 +169,9 @@ def results_section() -> SimpleNamespace:
     runs, run_id, result = gr.State([]), gr.State(None), ui.result_json()
     return SimpleNamespace(text=text, text_b=text_b, classify=classify, try_hub=try_hub, label=label, view=view,
                            run_id=run_id, runs=runs,
-                           outputs=[progress, curves, summary, samples, run_id, runs, compare_plot, compare_table,
-                                    result])
+                           outputs=dict(progress=progress, curves=curves, summary=summary, samples=samples,
+                                        run_id=run_id, runs=runs, history=compare_plot, history_table=compare_table,
+                                        result=result))
 
 
 def extras_section() -> SimpleNamespace:
@@ -206,38 +209,42 @@ def build(demo: gr.Blocks) -> None:
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
-    tab_tasks.recipes_panel(task, s.model, s.values[8])  # the course's recipes beside this lab's defaults
-    panels = {**tab_data_efficiency.build(demo, s.model), **tab_adapters.build(demo, s.model),
+    f = s.form
+    tab_tasks.recipes_panel(task, f.model, f.seed)  # the course's recipes beside this lab's defaults
+    panels = {**tab_data_efficiency.build(demo, f.model), **tab_adapters.build(demo, f.model),
               **tab_ulmfit.build(demo)}  # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage
     extras = extras_section()
     step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"), ("ner_subwords", "which word pieces get the NER label"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, model=s.model, strategy=s.kind, n=s.n, learning_rate=s.lr, epochs=s.values[5],
+    ui.link(__name__, model=f.model, strategy=f.kind, n=f.n, learning_rate=f.learning_rate, epochs=f.epochs,
             scratch=s.scratch, data=source, **step, **panels)
 
-    data_outputs = [upload, chosen, data_note, preview, s.n_train]
-    ui.wire(source.change, on_source, source, data_outputs)
-    ui.wire(upload.upload, on_upload, upload, data_outputs)
+    data_outputs = dict(upload=upload, chosen=chosen, note=data_note, preview=preview, n_train=f.train_examples)
+    ui.wire(source.change, ui.by_name(on_source, data_outputs), source, list(data_outputs.values()))
+    ui.wire(upload.upload, ui.by_name(on_upload, data_outputs), upload, list(data_outputs.values()))
     ui.on_load(demo, on_load_data, source, [data_note, preview])
-    param_inputs = [s.model, s.kind, s.n, s.targets]
-    ui.wire([s.model.change, s.kind.change, s.targets.change, s.n.release], on_params, param_inputs, s.params)
+    param_inputs = [f.model, f.kind, f.n, f.lora_targets]
+    ui.wire([f.model.change, f.kind.change, f.lora_targets.change, f.n.release], on_params, param_inputs, s.params)
     ui.on_load(demo, on_params, param_inputs, s.params)
-    ui.wire(s.preset.change, preset_rate, s.preset, s.lr)
-    ui.wire([c.change for c in s.values], on_code, s.values + [chosen], extras.code, show_progress="hidden")
-    ui.on_load(demo, on_code, s.values + [chosen], extras.code)
+    ui.wire(s.preset.change, preset_rate, s.preset, f.learning_rate)
+    ui.wire([c.change for c in f.inputs()], gathered(on_code), f.inputs() + [chosen], extras.code,
+            show_progress="hidden")
+    ui.on_load(demo, gathered(on_code), f.inputs() + [chosen], extras.code)
     # Runs are shared jobs (labs.core.work.jobs): identical ones train once, the others queue for the training slot
     # and the tab shows the place. The handler only follows its job, so it needs no slot of its own.
     # Pressing again replaces this page's run (one waiting run per student): every press goes through.
-    ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs[0], queue=False,
+    ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs["progress"], queue=False,
             trigger_mode="multiple").then(
-        ui.friendly(tab_run.on_run), s.values + [chosen, s.scratch, out.runs, task], out.outputs, api_visibility="private",
+        ui.friendly(gathered(ui.by_name(tab_run.on_run, out.outputs))),
+        f.inputs() + [chosen, s.scratch, out.runs, task], list(out.outputs.values()), api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
-        show_progress_on=[out.outputs[1]], trigger_mode="multiple")
-    ui.wire(stop_btn.click, tab_run.on_stop, None, out.outputs[0], queue=False)
-    tab_strategies.wire(compare_button, compare_outputs, s.values, task)
+        show_progress_on=[out.outputs["curves"]], trigger_mode="multiple")
+    ui.wire(stop_btn.click, tab_run.on_stop, None, out.outputs["progress"], queue=False)
+    tab_strategies.wire(compare_button, compare_outputs, f, task)
     ui.wire(out.classify.click, tab_tasks.on_try, [task, out.run_id, out.text, out.text_b], [out.label, out.view])
     ui.wire(out.try_hub.click, tab_tasks.on_try_hub, [task, out.text, out.text_b], [out.label, out.view])
-    ui.wire(task.change, tab_tasks.on_task, [task, s.model], [s.lr, s.values[5], out.text, out.text_b, out.view])
+    ui.wire(task.change, tab_tasks.on_task, [task, f.model],
+            [f.learning_rate, f.epochs, out.text, out.text_b, out.view])
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
     ui.on_load(demo, on_lora, extras.lora, extras.lora_out)

@@ -4,13 +4,10 @@ stored per task. One shared job."""
 
 from __future__ import annotations
 
-import html
-
 import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.core.work.jobs import JobGone, Queued
 from labs.finetune import adapters_lora as al
 from labs.finetune import tab_data_efficiency
 from labs.finetune.training import RunResult, Step
@@ -66,27 +63,20 @@ def summary(r: dict) -> str:
 
 async def on_measure(model, adapter_size, lora_rank, epochs, seed, request: gr.Request = None):
     plan = al.check_plan(model, adapter_size, lora_rank, epochs, seed)
-    ticket, runs, keep = al.ticket(plan, owner=getattr(request, "session_hash", None), page=True), 0, (gr.update(),) * 3
-    result = None
-    try:
-        async for event in ticket:
-            if isinstance(event, Queued):
-                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), *keep)
-            elif isinstance(event, RunResult):
-                runs += 1
-            elif isinstance(event, dict):
-                result = event
-            elif isinstance(event, Step) and event.step % 5 == 1 and not ticket.behind:
-                name = ("adapters", "LoRA")[min(runs, 1)]
-                yield (ui.progress_html(runs / 2, html.escape(f"{name}: step {event.step} of {event.total_steps}")),
-                       *keep)
-    except JobGone as gone:
-        yield (ui.progress_html(None, html.escape(str(gone))), *keep)
+    follow = ui.Follow(al.ticket(plan, owner=getattr(request, "session_hash", None), page=True), step_words)
+    async for line in follow:
+        yield {"progress": line}
+    result = next((e for e in follow.events if isinstance(e, dict)), None)
+    if follow.gone or result is None:
+        yield {"progress": follow.gone_html() if follow.gone else ui.progress_html(None, "Stopped.")}
         return
-    if result is None:
-        yield (ui.progress_html(None, "Stopped."), *keep)
-        return
-    yield ui.DONE, rows(result), summary(result), result
+    yield {"progress": ui.DONE, "table": rows(result), "words": summary(result), "result": result}
+
+
+def step_words(step: Step, events: list) -> tuple[float, str]:
+    """The progress line: which method trains (adapters, then LoRA) and its step."""
+    runs = sum(isinstance(e, RunResult) for e in events)
+    return runs / 2, f"{('adapters', 'LoRA')[min(runs, 1)]}: step {step.step} of {step.total_steps}"
 
 
 def build(demo: gr.Blocks, model) -> dict:
@@ -107,9 +97,10 @@ def build(demo: gr.Blocks, model) -> dict:
         table, words = ui.table(HEADERS, "Each method after training", wrap=True), gr.Markdown()
         gr.Markdown(LIBRARY_NOTE, elem_classes=["lab-secondary"])
         result = ui.result_json()
-    outputs = [progress, table, words, result]
+    outputs = dict(progress=progress, table=table, words=words, result=result)
     ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
-        ui.friendly(on_measure), [model, adapter_size, lora_rank, epochs, seed], outputs, api_visibility="private",
+        ui.friendly(ui.by_name(on_measure, outputs)), [model, adapter_size, lora_rank, epochs, seed],
+        list(outputs.values()), api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[table])
     ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
     return {"adapter_size": adapter_size, "lora_rank": lora_rank, "adapter_epochs": epochs}

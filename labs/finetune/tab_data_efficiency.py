@@ -4,13 +4,11 @@ once), beside the lecture's worked example of data efficiency, quoted."""
 
 from __future__ import annotations
 
-import html
-
 import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.core.work.jobs import JOBS, JobGone, Queued
+from labs.core.work.jobs import JOBS
 from labs.finetune import data_efficiency as de
 from labs.finetune import tasks
 from labs.finetune.training import RunResult, Step
@@ -47,23 +45,23 @@ def summary(result: dict) -> str:
 
 async def on_curve(model, task, sizes, seed, request: gr.Request = None):
     plan, data = de.check(model, task, de.parse_sizes(sizes), seed)
-    ticket, results = de.ticket(plan, data, owner=getattr(request, "session_hash", None), page=True), []
-    keep = (gr.update(),) * 4
-    try:
-        async for event in ticket:
-            if isinstance(event, Queued):
-                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), *keep)
-            elif isinstance(event, RunResult):
-                results.append(event)
-            elif isinstance(event, Step) and event.step % 5 == 1 and not ticket.behind:
-                size = plan[len(results) // 2].train_examples
-                yield (ui.progress_html(len(results) / (2 * len(plan)), html.escape(
-                    f"{size} examples, {event.phase}: step {event.step} of {event.total_steps}")), *keep)
-    except JobGone as gone:
-        yield (ui.progress_html(None, html.escape(str(gone))), *keep)
+    follow = ui.Follow(de.ticket(plan, data, owner=getattr(request, "session_hash", None), page=True),
+                       lambda step, events: step_words(plan, step, events))
+    async for line in follow:
+        yield {"progress": line}
+    if follow.gone:
+        yield {"progress": follow.gone_html()}
         return
-    result = de.curve_json(plan, data, results)
-    yield ui.DONE, de.curve_figure(result), rows(result), summary(result), result
+    result = de.curve_json(plan, data, [e for e in follow.events if isinstance(e, RunResult)])
+    yield {"progress": ui.DONE, "chart": de.curve_figure(result), "table": rows(result), "words": summary(result),
+           "result": result}
+
+
+def step_words(plan: list, step: Step, events: list) -> tuple[float, str]:
+    """The progress line: the size being trained, pre-trained or from scratch, and its step."""
+    done = sum(isinstance(e, RunResult) for e in events)
+    return (done / (2 * len(plan)),
+            f"{plan[done // 2].train_examples} examples, {step.phase}: step {step.step} of {step.total_steps}")
 
 
 def on_stop(request: gr.Request) -> str:
@@ -89,9 +87,10 @@ def build(demo: gr.Blocks, model) -> dict:
             stop = gr.Button("Stop", variant="stop", scale=1)
         progress, chart = gr.HTML(), gr.Plot(label="Accuracy against labelled examples")
         table, words, result = ui.table(HEADERS, "The curve's points"), gr.Markdown(), ui.result_json()
-    outputs = [progress, chart, table, words, result]
+    outputs = dict(progress=progress, chart=chart, table=table, words=words, result=result)
     ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
-        ui.friendly(on_curve), [model, task, sizes, seed], outputs, api_visibility="private",
+        ui.friendly(ui.by_name(on_curve, outputs)), [model, task, sizes, seed], list(outputs.values()),
+        api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
     ui.wire(stop.click, on_stop, None, progress, queue=False)
     return {"de_task": task, "de_sizes": sizes, "de_seed": seed}

@@ -5,8 +5,13 @@ shared by every student who follows it), then the results; Stop leaves the run."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import html
+import inspect
 import threading
+from dataclasses import dataclass
+from typing import Any
 
 import cachetools
 import gradio as gr
@@ -24,14 +29,60 @@ LEFT = ("You left this run. It goes on for the other students who follow it; the
         "was. Press Fine-tune to follow it again.")
 
 
-def settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
-                  chosen: Dataset | None, task: str = "sentiment") -> tuple[strategies.Settings, Dataset]:
+@dataclass(frozen=True)
+class Form:
+    """The settings section's values as the page holds them, unchecked: the strategy as a kind and its N (layers
+    frozen, LoRA's rank, virtual tokens). The section builds a Form of its components (`inputs()`: an event's
+    inputs, in field order); `gathered` hands a handler a Form of their values. `settings` checks them into the
+    lab's one settings object, strategies.Settings, which the runs and the API endpoints take too."""
+    model: Any
+    kind: Any
+    n: Any
+    lora_targets: Any
+    learning_rate: Any
+    epochs: Any
+    batch_size: Any
+    train_examples: Any
+    seed: Any
+    warmup_ratio: Any
+    weight_decay: Any
+
+    def inputs(self) -> list:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+    def settings(self, data: Dataset, task: str = "sentiment", cap: bool = True) -> strategies.Settings:
+        """The checked settings for a run on `data`. cap: at most what the data has (an event sent before a
+        smaller set arrived still carries the slider's default)."""
+        n_train = self.train_examples
+        n_train = min(n_train, len(data.train)) if cap and isinstance(n_train, (int, float)) else n_train
+        return strategies.check_settings(self.model, strategies.strategy_name(self.kind, self.n), self.learning_rate,
+                                         self.epochs, self.batch_size, n_train, self.seed, self.warmup_ratio,
+                                         self.weight_decay, self.lora_targets, max_train=len(data.train), task=task)
+
+
+def gathered(fn):
+    """fn(form, *rest) as Gradio calls it: with the Form's fields one by one, then the rest (a gr.Request too)."""
+    count = len(dataclasses.fields(Form))
+    if inspect.isasyncgenfunction(fn):  # a streaming handler stays one, for Gradio and ui.friendly
+        @functools.wraps(fn)
+        async def wrapper(*values, **kwargs):
+            async for out in fn(Form(*values[:count]), *values[count:], **kwargs):
+                yield out
+    else:
+        @functools.wraps(fn)
+        def wrapper(*values, **kwargs):
+            return fn(Form(*values[:count]), *values[count:], **kwargs)
+
+    signature = inspect.signature(fn)
+    fields = [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in dataclasses.fields(Form)]
+    wrapper.__signature__ = signature.replace(parameters=fields + list(signature.parameters.values())[1:])
+    return wrapper
+
+
+def settings_from(form: Form, chosen: Dataset | None, task: str = "sentiment") -> tuple[strategies.Settings, Dataset]:
     """The checked settings and the data they run on (None = the built-in set; other tasks: their set)."""
     chosen = (chosen or builtin_data()) if task == "sentiment" else tasks.task_data(task)
-    # at most what the data has: an event sent before a smaller set arrived still carries the default
-    n_train = min(n_train, len(chosen.train)) if isinstance(n_train, (int, float)) else n_train
-    return strategies.check_settings(model_name, strategies.strategy_name(kind, n), lr, epochs, batch_size, n_train,
-                                     seed, warmup, decay, targets, max_train=len(chosen.train), task=task), chosen
+    return form.settings(chosen, task), chosen
 
 
 def sample_frame(result: training.RunResult) -> pd.DataFrame:
@@ -47,37 +98,37 @@ def runs_table(runs: list[dict]) -> pd.DataFrame:
                         columns=RUNS_HEADERS)
 
 
-async def on_run(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay, chosen,
-                 with_scratch, runs, task="sentiment", request: gr.Request = None):
+async def on_run(form: Form, chosen, with_scratch, runs, task="sentiment", request: gr.Request = None):
     """A live run: the curves redrawn as it trains, then the results and the run history. The run is shared
     with every student who asked for the same one (labs.core.work.jobs); while it waits, the place in the queue.
-    Stop (or a closed page) leaves it: it stops after the current step if nobody else follows it."""
-    s, chosen = settings_from(model_name, kind, n, targets, lr, epochs, batch_size, n_train, seed, warmup, decay,
-                              chosen, task)
+    Stop (or a closed page) leaves it: it stops after the current step if nobody else follows it. Yields the
+    outputs by name (tab.results_section)."""
+    s, chosen = settings_from(form, chosen, task)
     ticket = shared_runs.run_ticket(s, chosen, bool(with_scratch), owner=request.session_hash,
                                     page=True)
     live = report.LiveRun(2 if with_scratch else 1)
     live.task_metric = tasks.METRIC[s.task]
-    keep = (*(gr.update(),) * 4, runs, *(gr.update(),) * 3)
     try:
         async for event in ticket:
             if isinstance(event, Queued):
-                yield (ui.progress_html(None, queued_words(event, ticket)), *keep)
+                yield {"progress": ui.progress_html(None, queued_words(event, ticket))}
             elif live.add(event) and not ticket.behind:
-                yield (ui.progress_html(*live.progress(shared_words(ticket))), live_figure(ticket, live),
-                       *keep[1:])
+                yield {"progress": ui.progress_html(*live.progress(shared_words(ticket))),
+                       "curves": live_figure(ticket, live)}
     except JobGone as gone:  # Stop while others follow the run, or a newer request replaced this one
         if ticket.replaced_by == "finetune":  # this page's newer run has the outputs now
-            yield (gr.skip(),) * 9
+            yield {}
         else:
-            yield (ui.progress_html(None, html.escape(str(gone)) if ticket.replaced_by else LEFT), *keep)
+            yield {"progress": ui.progress_html(None, html.escape(str(gone)) if ticket.replaced_by else LEFT)}
         return
     # The run's own views are the same for every follower: built once (in a thread: the page's other
     # events go on meanwhile); the history is this student's.
-    shown = await asyncio.to_thread(run_views, ticket, live)
+    progress, figure, summary, samples, result = await asyncio.to_thread(run_views, ticket, live)
     runs = report.with_history(runs, live)
-    history = report.curves_figure(runs, "Your last runs", report.runs_metric(runs))
-    yield (shown[0], shown[1], shown[2], shown[3], live.finished[0].run_id, runs, history, runs_table(runs), shown[4])
+    yield {"progress": progress, "curves": figure, "summary": summary, "samples": samples,
+           "run_id": live.finished[0].run_id, "runs": runs,
+           "history": report.curves_figure(runs, "Your last runs", report.runs_metric(runs)),
+           "history_table": runs_table(runs), "result": result}
 
 
 _views = cachetools.LRUCache(16)  # job -> its finished views (progress line, figure, summary, samples, JSON)

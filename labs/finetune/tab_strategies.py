@@ -5,14 +5,11 @@ learning-rate decay."""
 
 from __future__ import annotations
 
-import html
-
 import gradio as gr
 import pandas as pd
 
 from labs.core.ui import course_quotes, plots, ui
-from labs.core.work.jobs import JobGone, Queued
-from labs.finetune import compare, report, shared_runs, strategies, tasks
+from labs.finetune import compare, report, shared_runs, strategies, tab_run, tasks
 from labs.finetune.training import RunResult
 
 STARTING = "Starting the runs…"
@@ -43,7 +40,7 @@ def section() -> tuple:
         gr.Markdown(RATES_NOTE, elem_classes=["lab-secondary"])
         curves = gr.Plot(label="The runs")
         rates = gr.Plot(label="Layer-wise decay: the learning rate of each layer")
-    return button, [progress, table, curves, rates]
+    return button, dict(progress=progress, table=table, curves=curves, rates=rates)
 
 
 def rates_figure(layer_rates: list[dict], layers: int):
@@ -53,45 +50,43 @@ def rates_figure(layer_rates: list[dict], layers: int):
                            title="Layer-wise learning-rate decay: each layer's rate")
 
 
-async def on_compare(model_name, lr, epochs, batch_size, n_train, seed, warmup, decay, task,
-                     request: gr.Request = None):
+def compare_settings(form, task: str) -> tuple[strategies.Settings, object]:
+    """The comparison's settings from the section's values, checked as the `compare_strategies` API checks its
+    arguments (the strategy and LoRA's targets are each run's own: compare.plan); the task's built-in data."""
+    return compare.api_settings(form.model, task, form.learning_rate, form.epochs, form.batch_size,
+                                form.train_examples, form.seed, form.warmup_ratio, form.weight_decay)
+
+
+async def on_compare(form, task, request: gr.Request = None):
     """The runs, shared with identical comparisons (labs.core.work.jobs), with the queue's place while they
-    wait and a progress line while they train; then the table and the charts."""
-    data = tasks.task_data(task)
-    s = strategies.check_settings(model_name, "full", lr, epochs, batch_size, n_train, seed, warmup, decay,
-                                  max_train=len(data.train), task=task)
+    wait and a progress line while they train; then the table and the charts. form: the settings section's
+    values (tab_run.Form); every run uses them but for the strategy (compare.plan)."""
+    s, data = compare_settings(form, task)
     runs = len(compare.plan(s))
-    finished, ticket = [], shared_runs.compare_ticket(s, data, owner=request.session_hash, page=True)
-    try:
-        async for event in ticket:
-            if isinstance(event, Queued):
-                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")),
-                       *(gr.update(),) * 3)
-            elif isinstance(event, RunResult):
-                finished.append(event)
-            elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
-                yield (ui.progress_html(event.step / event.total_steps, html.escape(
-                    f"Run {len(finished) + 1} of {runs} · step {event.step} of {event.total_steps}")), *(gr.update(),) * 3)
-    except JobGone as gone:  # Stop, or a newer request of this student
-        if ticket.replaced_by == "compare":  # this page's newer comparison has the outputs now
-            yield (gr.skip(),) * 4
-        else:
-            yield (ui.progress_html(None, html.escape(str(gone))), *(gr.update(),) * 3)
+    ticket = shared_runs.compare_ticket(s, data, owner=request.session_hash, page=True)
+    follow = ui.Follow(ticket, lambda step, events: (step.step / step.total_steps, (
+        f"Run {sum(isinstance(e, RunResult) for e in events) + 1} of {runs} · step {step.step} of "
+        f"{step.total_steps}")))
+    async for line in follow:
+        yield {"progress": line}
+    if follow.gone:  # Stop, or a newer request of this student
+        # this page's newer comparison has the outputs now
+        yield {} if ticket.replaced_by == "compare" else {"progress": follow.gone_html()}
         return
+    finished = [e for e in follow.events if isinstance(e, RunResult)]
     rows = [compare.row(r) for r in finished]
     records = [report.curve_record(r) | {"label": r.settings.strategy} for r in finished]
     llrd = next(r for r in finished if r.settings.strategy.startswith("llrd_"))
-    yield (ui.DONE, pd.DataFrame(compare.table_rows(rows), columns=compare.HEADERS),
-           report.curves_figure(records, "Every strategy, same data and seed", tasks.METRIC[s.task]),
-           rates_figure(llrd.layer_rates, max(r["depth"] for r in llrd.layer_rates)))
+    yield {"progress": ui.DONE, "table": pd.DataFrame(compare.table_rows(rows), columns=compare.HEADERS),
+           "curves": report.curves_figure(records, "Every strategy, same data and seed", tasks.METRIC[s.task]),
+           "rates": rates_figure(llrd.layer_rates, max(r["depth"] for r in llrd.layer_rates))}
 
 
-def wire(button, outputs, values: list, task) -> None:
-    """values: the settings section's components (model, kind, n, targets, lr, epochs, batch, n_train, seed,
-    warmup, decay). The comparison is a shared job: it queues with Fine-tune's runs for the training slot."""
-    model, _, _, _, *rest = values
-    ui.wire(button.click, lambda: ui.progress_html(None, STARTING), None, outputs[0], queue=False,
+def wire(button, outputs: dict, form, task) -> None:
+    """form: the settings section's components (tab_run.Form). The comparison is a shared job: it queues with
+    Fine-tune's runs for the training slot."""
+    ui.wire(button.click, lambda: ui.progress_html(None, STARTING), None, outputs["progress"], queue=False,
             trigger_mode="multiple").then(
-        ui.friendly(on_compare), [model, *rest, task], outputs, api_visibility="private",
-        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
-        show_progress_on=[outputs[2]], trigger_mode="multiple")
+        ui.friendly(tab_run.gathered(ui.by_name(on_compare, outputs))), [*form.inputs(), task], list(outputs.values()),
+        api_visibility="private", concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
+        show_progress_on=[outputs["curves"]], trigger_mode="multiple")

@@ -11,7 +11,6 @@ import pandas as pd
 from labs.core.errors import BadInput
 from labs.core.models import models
 from labs.core.ui import ui
-from labs.core.work.jobs import JobGone, Queued
 from labs.finetune import predict, recipes, tasks
 from labs.finetune.training import RunResult
 
@@ -158,24 +157,25 @@ def recipes_panel(task, model, seed) -> None:
         button = gr.Button("Run both: the course's recipe and this lab's default", elem_id="ft-recipes-run")
         progress = gr.HTML()
         table = ui.table(recipes.RUN_HEADERS, "Measured on this server", elem_id="ft-recipes-table")
-    ui.wire(button.click, ui.friendly(on_recipes), [model, task, seed], [progress, table], api_visibility="private",
+    outputs = dict(progress=progress, table=table)
+    ui.wire(button.click, ui.by_name(on_recipes, outputs), [model, task, seed], list(outputs.values()),
+            api_visibility="private",
             concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal")
 
 
 async def on_recipes(model_name, task, seed, request: gr.Request = None):
     """Both runs, shared with identical requests: the queue's place, a progress line, then the table."""
     pair = recipes.settings_pair(model_name, task, seed)
-    finished, ticket = [], recipes.ticket(pair, owner=getattr(request, "session_hash", None))
-    try:
-        async for event in ticket:
-            if isinstance(event, Queued):
-                yield ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), gr.update()
-            elif isinstance(event, RunResult):
-                finished.append(event)
-            elif getattr(event, "step", 0) % 5 == 1 and not ticket.behind:
-                yield ui.progress_html(event.step / event.total_steps, html.escape(
-                    f"Run {len(finished) + 1} of 2 · step {event.step} of {event.total_steps}")), gr.update()
-    except JobGone as gone:
-        yield ui.progress_html(None, html.escape(str(gone))), gr.update()
+    follow = ui.Follow(recipes.ticket(pair, owner=getattr(request, "session_hash", None)), recipe_words)
+    async for line in follow:
+        yield {"progress": line}
+    if follow.gone:
+        yield {"progress": follow.gone_html()}
         return
-    yield ui.DONE, pd.DataFrame(recipes.run_rows(finished), columns=recipes.RUN_HEADERS)
+    finished = [e for e in follow.events if isinstance(e, RunResult)]
+    yield {"progress": ui.DONE, "table": pd.DataFrame(recipes.run_rows(finished), columns=recipes.RUN_HEADERS)}
+
+
+def recipe_words(step, events: list) -> tuple[float, str]:
+    return step.step / step.total_steps, (f"Run {sum(isinstance(e, RunResult) for e in events) + 1} of 2 · step "
+                                          f"{step.step} of {step.total_steps}")

@@ -4,13 +4,10 @@ it. One shared job."""
 
 from __future__ import annotations
 
-import html
-
 import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.core.work.jobs import JobGone, Queued
 from labs.finetune import tab_data_efficiency, ulmfit
 from labs.finetune.training import Step
 
@@ -51,25 +48,23 @@ def summary(r: dict) -> str:
 
 async def on_stages(model, labelled, lm_epochs, epochs, seed, request: gr.Request = None):
     plan = ulmfit.check_plan(model, labelled, lm_epochs, epochs, seed)
-    ticket, keep = ulmfit.ticket(plan, owner=getattr(request, "session_hash", None), page=True), (gr.update(),) * 4
-    result = None
-    try:
-        async for event in ticket:
-            if isinstance(event, Queued):
-                yield (ui.progress_html(None, html.escape(f"Waiting for the training slot: {event.words()}.")), *keep)
-            elif isinstance(event, ulmfit.Result):
-                result = event.to_json()
-            elif isinstance(event, Step) and event.step % 3 == 1 and not ticket.behind:
-                stage = ulmfit.PHASES.index(event.phase)
-                yield (ui.progress_html((stage + event.step / event.total_steps) / 3, html.escape(
-                    f"{event.phase}: step {event.step} of {event.total_steps}, loss {event.loss:.3f}")), *keep)
-    except JobGone as gone:
-        yield (ui.progress_html(None, html.escape(str(gone))), *keep)
+    follow = ui.Follow(ulmfit.ticket(plan, owner=getattr(request, "session_hash", None), page=True), step_words,
+                       every=3)
+    async for line in follow:
+        yield {"progress": line}
+    result = next((e.to_json() for e in follow.events if isinstance(e, ulmfit.Result)), None)
+    if follow.gone or result is None:
+        yield {"progress": follow.gone_html() if follow.gone else ui.progress_html(None, "Stopped.")}
         return
-    if result is None:
-        yield (ui.progress_html(None, "Stopped."), *keep)
-        return
-    yield ui.DONE, ulmfit.loss_figure(result), rows(result), summary(result), result
+    yield {"progress": ui.DONE, "chart": ulmfit.loss_figure(result), "table": rows(result), "words": summary(result),
+           "result": result}
+
+
+def step_words(step: Step, events: list) -> tuple[float, str]:
+    """The progress line: the stage (a third of the bar each), its step and loss."""
+    stage = ulmfit.PHASES.index(step.phase)
+    return ((stage + step.step / step.total_steps) / 3,
+            f"{step.phase}: step {step.step} of {step.total_steps}, loss {step.loss:.3f}")
 
 
 def build(demo: gr.Blocks) -> dict:
@@ -93,9 +88,10 @@ def build(demo: gr.Blocks) -> dict:
         progress, chart = gr.HTML(), gr.Plot(label="The three stages' losses")
         table, words, result = ui.table(HEADERS, "With and without the middle stage", wrap=True), gr.Markdown(), \
             ui.result_json()
-    outputs = [progress, chart, table, words, result]
+    outputs = dict(progress=progress, chart=chart, table=table, words=words, result=result)
     ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
-        ui.friendly(on_stages), [model, labelled, lm_epochs, epochs, seed], outputs, api_visibility="private",
+        ui.friendly(ui.by_name(on_stages, outputs)), [model, labelled, lm_epochs, epochs, seed],
+        list(outputs.values()), api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
     ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
     return {"ulmfit_model": model, "labelled": labelled, "lm_epochs": lm_epochs, "ulmfit_epochs": epochs}

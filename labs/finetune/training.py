@@ -120,6 +120,17 @@ def make_optimizer(model, s: Settings, total_steps: int):
     return optimizer, scheduler
 
 
+def update(model, batch: dict, optimizer, scheduler) -> float:
+    """One training step, the same in every loop of this lab: the loss on the batch, its gradients, the
+    optimiser's update and the schedule's next rate; the gradients are freed. Returns the batch's loss."""
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
     """The shuffled batches of one epoch: the same for a given seed (reproducible runs)."""
     import torch
@@ -237,14 +248,10 @@ def train_epochs(model, optimizer_and_scheduler, train_set, val_set, result: Run
             # Students' clicks (the batched passes) go first: the run waits while any is pending.
             batching.activity.wait_for_quiet(YIELD_TO_REQUESTS_S)
             result.schedule.append(max(g["lr"] for g in optimizer.param_groups))  # the rate this step uses
-            loss = model(**train_set.batch(index)).loss
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            loss = update(model, train_set.batch(index), optimizer, scheduler)
             step += 1
-            result.history.append({"step": step, "loss": loss.item()})
-            yield Step(result.phase, step, total_steps, result.history[-1]["loss"], time.perf_counter() - started,
+            result.history.append({"step": step, "loss": loss})
+            yield Step(result.phase, step, total_steps, loss, time.perf_counter() - started,
                        result.schedule[-1])
             if stop is not None and stop.is_set():
                 result.stopped = True
@@ -383,9 +390,10 @@ def experiment_json(results: list[RunResult]) -> dict:
 
 def api_settings(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
                  compare_scratch=False, task="sentiment", train_domain="", warmup_ratio=0.1,
-                 weight_decay=0.01) -> tuple[Settings, Dataset, bool]:
+                 weight_decay=0.01, lora_targets="query, value") -> tuple[Settings, Dataset, bool]:
     """The `finetune` API's arguments checked: the settings, the data and whether to train from scratch too.
-    train_domain (sentiment only): train on that domain's reviews alone, at most as many as it has."""
+    train_domain (sentiment only): train on that domain's reviews alone, at most as many as it has. Every field of
+    Settings is an argument (the tab sets the same ones)."""
     if not train_domain:
         data = tasks.task_data(task)
     elif tasks.check_task(task) != "sentiment":
@@ -395,7 +403,7 @@ def api_settings(model, strategy="full", learning_rate=5e-5, epochs=3, batch_siz
         if isinstance(train_examples, (int, float)) and not isinstance(train_examples, bool):
             train_examples = min(train_examples, len(data.train))
     s = check_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed, warmup_ratio,
-                       weight_decay, max_train=len(data.train), task=task)
+                       weight_decay, lora_targets, max_train=len(data.train), task=task)
     return s, data, check_bool(compare_scratch, "compare_scratch")
 
 
@@ -407,13 +415,14 @@ def progress_json(event: Step) -> dict:
 
 def finetune_progress(model: str, strategy: str = "full", learning_rate: float = 5e-5, epochs: int = 3,
                       batch_size: int = 16, train_examples: int = 200, seed: int = 0,
-                      compare_scratch: bool = False, task: str = "sentiment",
-                      train_domain: str = "") -> Iterator[dict]:
+                      compare_scratch: bool = False, task: str = "sentiment", train_domain: str = "",
+                      warmup_ratio: float = 0.1, weight_decay: float = 0.01,
+                      lora_targets: str = "query, value") -> Iterator[dict]:
     """A whole run on the built-in data, here and now (the API runs it as a shared job: labs.finetune.
     shared_runs). Yields the progress after every step ({"status": "running", "phase", "step",
     "total_steps", "loss"}), then the result's JSON. Closing this generator ends the run after its step."""
     s, data, scratch = api_settings(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
-                                    compare_scratch, task, train_domain)
+                                    compare_scratch, task, train_domain, warmup_ratio, weight_decay, lora_targets)
     results, events = [], run_experiment(s, data, scratch)
     try:
         for event in events:
@@ -427,8 +436,9 @@ def finetune_progress(model: str, strategy: str = "full", learning_rate: float =
 
 
 def finetune(model, strategy="full", learning_rate=5e-5, epochs=3, batch_size=16, train_examples=200, seed=0,
-             compare_scratch=False, task="sentiment", train_domain="") -> dict:
+             compare_scratch=False, task="sentiment", train_domain="", warmup_ratio=0.1, weight_decay=0.01,
+             lora_targets="query, value") -> dict:
     """A whole run on the built-in data, as the API's JSON."""
     *_, result = finetune_progress(model, strategy, learning_rate, epochs, batch_size, train_examples, seed,
-                                   compare_scratch, task, train_domain)
+                                   compare_scratch, task, train_domain, warmup_ratio, weight_decay, lora_targets)
     return result

@@ -138,14 +138,11 @@ def middle_stage(model, tokenizer, texts: list[str], plan: Plan, history: list, 
     started, step = time.perf_counter(), 0
     for epoch in range(1, plan.lm_epochs + 1):
         for index in training.epoch_batches(len(texts), BATCH, plan.seed, epoch):
-            loss = model(**lm_batch(tokenizer, [texts[i] for i in index], collate, device)).loss
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            loss = training.update(model, lm_batch(tokenizer, [texts[i] for i in index], collate, device), optimizer,
+                                   scheduler)
             step += 1
-            history.append({"step": step, "loss": loss.item()})
-            yield training.Step(PHASES[0], step, total, history[-1]["loss"], time.perf_counter() - started)
+            history.append({"step": step, "loss": loss})
+            yield training.Step(PHASES[0], step, total, loss, time.perf_counter() - started)
             if stop is not None and stop.is_set():
                 return
     model.eval()
@@ -181,14 +178,10 @@ def fine_tune(classifier, tokenizer, plan: Plan, data, phase: str, stop=None) ->
     for epoch in range(1, plan.epochs + 1):
         classifier.train()
         for index in training.epoch_batches(len(train_set), BATCH, plan.seed, epoch):
-            loss = classifier(**train_set.batch(index)).loss
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            loss = training.update(classifier, train_set.batch(index), optimizer, scheduler)
             step += 1
-            history.append({"step": step, "loss": loss.item()})
-            yield training.Step(phase, step, total, history[-1]["loss"], time.perf_counter() - started)
+            history.append({"step": step, "loss": loss})
+            yield training.Step(phase, step, total, loss, time.perf_counter() - started)
             if stop is not None and stop.is_set():
                 break
         loss, accuracy, _ = training.evaluate(classifier, val_set)

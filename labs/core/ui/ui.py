@@ -4,6 +4,7 @@ event wiring, API registration, explainers, model pickers and HTML safety."""
 from __future__ import annotations
 
 import functools
+import html
 import inspect
 import threading
 from collections.abc import Iterable
@@ -86,6 +87,79 @@ def wire(triggers, fn, inputs=None, outputs=None, **kwargs):
     kwargs.setdefault("api_visibility", "private")
     triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
     return gr.on(triggers, friendly(fn) if fn is not None else None, inputs, outputs, **kwargs)
+
+
+def by_name(fn, outputs: dict[str, gr.components.Component]):
+    """fn, which returns (or yields) its outputs by name ({"progress": html, "table": frame}), as Gradio calls it with
+    `list(outputs.values())` as the event's outputs: a name it leaves out keeps its value (gr.skip()). A handler
+    names what it changes, instead of a tuple padded with gr.update() whose order must match the outputs."""
+    names = list(outputs)
+
+    def in_order(named: dict) -> tuple:
+        unknown = set(named) - set(names)
+        if unknown:
+            raise KeyError(f"no such output: {sorted(unknown)}")
+        return tuple(named[name] if name in named else gr.skip() for name in names)
+
+    if inspect.isasyncgenfunction(fn):
+        @functools.wraps(fn)
+        async def following(*args, **kwargs):
+            async for named in fn(*args, **kwargs):
+                yield in_order(named)
+
+        return following
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def streaming(*args, **kwargs):
+            inner = fn(*args, **kwargs)
+            try:
+                for named in inner:
+                    yield in_order(named)
+            finally:
+                inner.close()
+
+        return streaming
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return in_order(fn(*args, **kwargs))
+
+    return wrapper
+
+
+class Follow:
+    """A panel following a shared job (labs.core.work.jobs): iterate it for the progress line to show while the job
+    waits for its slot (its place in the queue) and runs (every `every`-th step, unless the follower is catching up);
+    the job's other events are kept in `events`; `gone` is the JobGone if the student left it (Stop, or a newer
+    request), else None. step_words(step, events) -> (fraction done or None, the line's text, not yet escaped)."""
+
+    def __init__(self, ticket, step_words, every: int = 5):
+        self.ticket, self.step_words, self.every = ticket, step_words, every
+        self.events: list = []
+        self.gone: jobs.JobGone | None = None
+
+    def waiting(self, place: jobs.Queued) -> str:
+        return progress_html(None, html.escape(f"Waiting for the training slot: {place.words()}."))
+
+    async def __aiter__(self):
+        try:
+            async for event in self.ticket:
+                if isinstance(event, jobs.Queued):
+                    yield self.waiting(event)
+                elif hasattr(event, "total_steps"):  # a training step
+                    if event.step % self.every == 1 and not self.ticket.behind:
+                        fraction, words = self.step_words(event, self.events)
+                        yield progress_html(fraction, html.escape(words))
+                else:
+                    self.events.append(event)
+        except jobs.JobGone as gone:
+            self.gone = gone
+        finally:
+            self.ticket.leave()  # a closed page leaves the job now (leave is idempotent)
+
+    def gone_html(self) -> str:
+        return progress_html(None, html.escape(str(self.gone)))
 
 
 def first_page(fn, size: int = 16):
