@@ -40,20 +40,23 @@ def to_gr_error(exc: Exception, *, for_browser: bool = True) -> gr.Error:
     return gr.Error(esc(message) if for_browser else message, print_exception=False)
 
 
-def friendly(fn, *, for_browser: bool = True):
-    """Show a handler's failures as a message in the UI (escaped: the toast renders HTML), or, with
-    for_browser=False (API endpoints), as a plain-text error for the client. Works for plain
-    functions and for generators (streaming handlers), whose failures come while they run.
-    For the browser, every chart it returns gets its text alternative (figure_text), if its lab gave none."""
-    shown = figure_text.ensure_in if for_browser else (lambda value: value)
+def each_value(fn, transform, on_error=None):
+    """fn, wrapped so that every value it returns or yields (a plain function, a generator or an async generator,
+    which stays one for Gradio) passes through transform; with on_error, an exception raised while it runs is
+    replaced by on_error(exc). A cancelled stream (Stop) closes fn's generator at once, as `yield from` did."""
+    def failed(exc):
+        if on_error is None:
+            raise exc
+        raise on_error(exc) from None
+
     if inspect.isasyncgenfunction(fn):  # a handler that follows a shared job without holding a thread
         @functools.wraps(fn)
         async def following(*args, **kwargs):
             try:
                 async for value in fn(*args, **kwargs):
-                    yield shown(value)
+                    yield transform(value)
             except Exception as exc:
-                raise to_gr_error(exc, for_browser=for_browser) from None
+                failed(exc)
 
         return following
 
@@ -63,22 +66,31 @@ def friendly(fn, *, for_browser: bool = True):
             inner = fn(*args, **kwargs)
             try:
                 for value in inner:
-                    yield shown(value)
+                    yield transform(value)
             except Exception as exc:
-                raise to_gr_error(exc, for_browser=for_browser) from None
+                failed(exc)
             finally:
-                inner.close()  # a cancelled stream (Stop) ends its handler now, as `yield from` did
+                inner.close()
 
         return streaming
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return shown(fn(*args, **kwargs))
+            return transform(fn(*args, **kwargs))
         except Exception as exc:
-            raise to_gr_error(exc, for_browser=for_browser) from None
+            failed(exc)
 
     return wrapper
+
+
+def friendly(fn, *, for_browser: bool = True):
+    """Show a handler's failures as a message in the UI (escaped: the toast renders HTML), or, with
+    for_browser=False (API endpoints), as a plain-text error for the client. Works for plain
+    functions and for generators (streaming handlers), whose failures come while they run.
+    For the browser, every chart it returns gets its text alternative (figure_text), if its lab gave none."""
+    shown = figure_text.ensure_in if for_browser else (lambda value: value)
+    return each_value(fn, shown, lambda exc: to_gr_error(exc, for_browser=for_browser))
 
 
 def wire(triggers, fn, inputs=None, outputs=None, **kwargs):
@@ -101,31 +113,7 @@ def by_name(fn, outputs: dict[str, gr.components.Component]):
             raise KeyError(f"no such output: {sorted(unknown)}")
         return tuple(named[name] if name in named else gr.skip() for name in names)
 
-    if inspect.isasyncgenfunction(fn):
-        @functools.wraps(fn)
-        async def following(*args, **kwargs):
-            async for named in fn(*args, **kwargs):
-                yield in_order(named)
-
-        return following
-
-    if inspect.isgeneratorfunction(fn):
-        @functools.wraps(fn)
-        def streaming(*args, **kwargs):
-            inner = fn(*args, **kwargs)
-            try:
-                for named in inner:
-                    yield in_order(named)
-            finally:
-                inner.close()
-
-        return streaming
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return in_order(fn(*args, **kwargs))
-
-    return wrapper
+    return each_value(fn, in_order)
 
 
 class Follow:
