@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.pretraining import bart_noise, electra, mask_rate, nsp, objectives, span_corruption
+from labs.pretraining import bart_noise, curation, electra, lr_schedule, mask_rate, nsp, objectives, span_corruption
 from labs.pretraining import why_80_10_10 as why
 
 ENDPOINTS = (
@@ -29,4 +29,13 @@ ENDPOINTS = (
     Endpoint("bart_noise", bart_noise.bart_noise,
              "bart_noise(text, transform, seed, model) -> {transform, tokenizer, original_tokens, noised_tokens, "
              "original_ids, noised_ids, fate, details, reconstruction: {model, text, loss, exact} or null, note}"),
+    Endpoint("curate", curation.curate_json,
+             "curate(documents, near_duplicate_threshold, perplexity_limit, perplexity_floor, model) -> {documents: "
+             "[{number, text, words, kept, step, reason, perplexity, tokens}], near_duplicates: [{document, of, "
+             "minhash_jaccard, exact_jaccard}], counts: [{step, in, removed, out}], kept, limits}: exact and MinHash "
+             "near-duplicate removal, heuristic filters and a perplexity filter on a corpus (\"\": the built-in one)"),
+    Endpoint("lr_schedule", lr_schedule.lr_schedule_json,
+             "lr_schedule(schedule, peak_lr, warmup_steps, total_steps) -> {schedule, scheduler, optimizer, "
+             "optimizer_repr, steps, lr, stepped_steps, stepped_lr, parameter, notes}: BERT's or GPT-3's "
+             "learning-rate schedule from transformers' own scheduler on a real torch AdamW"),
 )

@@ -1,5 +1,6 @@
-"""Pre-training, the tab: how BERT, GPT, T5 and ELECTRA learn from raw text. Five panels (tab_examples,
-tab_nsp, tab_spans, tab_mask_rate, tab_why_mask), each with its own handlers and build."""
+"""Pre-training, the tab: how BERT, GPT, T5 and ELECTRA learn from raw text. Eight panels (tab_examples,
+tab_nsp, tab_spans, tab_mask_rate, tab_why_mask, tab_bart, tab_curation, tab_recipe), each with its own handlers
+and build."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import gradio as gr
 from labs.core.ui import ui
 from labs.pretraining import (
     tab_bart,
+    tab_curation,
     tab_examples,
     tab_mask_rate,
     tab_nsp,
+    tab_recipe,
     tab_spans,
     tab_why_mask,
 )
@@ -22,7 +25,8 @@ token; BERT predicts 15 % of tokens it cannot see (masked LM) and whether senten
 (next-sentence prediction); T5 writes back whole spans that were cut out (span corruption); ELECTRA's
 discriminator says of every token whether a small generator replaced it. Below, the real pre-training heads
 answer: BERT's NSP head, T5 filling its own blanks, BERT at mask rates from 5 to 80 %, why 80 / 10 / 10, and BART
-corrupting a document five ways before writing it back."""
+corrupting a document five ways before writing it back. Then what goes in and how it is trained: a web-like corpus
+deduplicated and filtered, and BERT's and GPT-3's learning-rate schedules."""
 TRY_THIS = (
     ("B1: in section 1, change the seed a few times. How many BERT tokens give a loss each time, against GPT's "
      "100 %? Which of the chosen tokens became [MASK], a random token, or stayed (80 / 10 / 10), and why keep some?"),
@@ -39,7 +43,12 @@ TRY_THIS = (
     ("Section 1, ELECTRA: how many tokens give ELECTRA a training signal, against BERT's? Change the seed: when the "
      "generator samples the original word, is the token labelled replaced?"),
     ("Section 6, BART: which corruption hides the most from the encoder: deletion (where is the gap?), infilling "
-     "(how long is the gap?) or rotation (where does it start)? Change the seed and count the <mask>s infilling leaves."))
+     "(how long is the gap?) or rotation (where does it start)? Change the seed and count the <mask>s infilling leaves."),
+    ("Section 7: which documents does the perplexity filter remove that you would keep? Raise its limit to 250: which "
+     "non-English ones slip through, and what would a language classifier add? Lower the near-duplicate threshold: "
+     "when is a document that is not a copy removed?"),
+    ("Section 8: set BERT's warm-up to 0 and to 100,000 steps. What does warm-up protect against in the first steps "
+     "(Adam's moment estimates are still poor)? Where do the linear and cosine schedules differ most?"))
 
 
 def build(demo: gr.Blocks) -> None:
@@ -50,6 +59,8 @@ def build(demo: gr.Blocks) -> None:
     tab_mask_rate.build(demo)
     fifth = tab_why_mask.build(demo)
     sixth = tab_bart.build(demo)
+    seventh = tab_curation.build(demo)
+    eighth = tab_recipe.build(demo)
     ui.course_links(("fifteen_percent", "is 15 % optimal?"), ("mask_five", "15 % of a 5-token sentence"),
                     ("mask_reason", "why 80 / 10 / 10"),
                     ("mask_fine_tune", "[MASK] at fine-tuning"))
@@ -57,4 +68,4 @@ def build(demo: gr.Blocks) -> None:
     ui.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],
             sentence_b=second["sentence_b"], span_text=third["span_text"], noise_density=third["noise_density"],
-            mean_span_length=third["mean_span_length"], **fifth, **sixth)
+            mean_span_length=third["mean_span_length"], **fifth, **sixth, **seventh, **eighth)

@@ -343,6 +343,33 @@ QUOTES = (
           '- Middle layers (5--8): Syntactic structure---parse trees, dependency relations.'),
     Quote('probes_3', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
           '- Upper layers (9--12): Semantic features---coreference, entity types, semantic roles.'),
+    # Pre-training: curating the data, the recipe (learning-rate schedules)
+    Quote('curation_dedup', TEXTBOOK, '20.13.1 The Importance of Data Quality',
+          'Common deduplication approaches include exact deduplication (hash-based), MinHash locality-sensitive '
+          'hashing for near-duplicates, and suffix array-based methods.'),
+    Quote('curation_language', TEXTBOOK, '20.13.1 The Importance of Data Quality',
+          '- Language identification: Remove non-target-language text using fastText or similar classifiers.'),
+    Quote('curation_perplexity', TEXTBOOK, '20.13.1 The Importance of Data Quality',
+          '- Perplexity filtering: Use a pre-trained language model to score text quality. Very high perplexity '
+          'text (gibberish, OCR errors) and very low perplexity text (repetitive boilerplate) are removed.'),
+    Quote('curation_heuristics', TEXTBOOK, '20.13.1 The Importance of Data Quality',
+          '- Heuristic filters: Remove pages with too few sentences, too many special characters, too many '
+          'duplicate lines, or insufficient natural language (e.g., code-heavy pages).'),
+    Quote('curation_domains', TEXTBOOK, '20.13.1 The Importance of Data Quality',
+          'Careful domain balancing ensures the model develops broad capabilities.'),
+    Quote('recipe_bert_optimizer', LECTURE, 'Appendix C: Pre-training Hyperparameters',
+          '- **Learning rate:** 1e-4\n- β_1, β_2 : 0.9, 0.999\n- **L2 weight decay:** 0.01\n'
+          '- **Warmup steps:** 10,000\n- **LR schedule:** Linear decay'),
+    Quote('recipe_bert_steps', LECTURE, 'Appendix C: Pre-training Hyperparameters',
+          '- **Max steps:** 1,000,000'),
+    Quote('recipe_gpt3_optimizer', LECTURE, 'Appendix C: Pre-training Hyperparameters',
+          '- **Learning rate:** 6e-5 (peak)\n- β_1, β_2 : 0.9, 0.95\n- **Weight decay:** 0.1'),
+    Quote('recipe_gpt3_schedule', LECTURE, 'Appendix C: Pre-training Hyperparameters',
+          '- **LR schedule:** Cosine decay'),
+    Quote('recipe_gpt3_tokens', LECTURE, 'Appendix C: Pre-training Hyperparameters',
+          '- **Batch size:** 3.2M tokens\n- **Tokens:** 300B total'),
+    Quote('recipe_bert_details', STRATEGIES, 'BERT Training Details',
+          '- Training Time: 1M steps (~40 epochs)\n- Optimizer: AdamW, 1e-4 learning rate, linear decay'),
 )
 # The handout's exercises as the workbook and Ask the class quote them (in their own file for its size).
 QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
