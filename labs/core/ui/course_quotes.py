@@ -343,6 +343,12 @@ QUOTES = (
           '- Middle layers (5--8): Syntactic structure---parse trees, dependency relations.'),
     Quote('probes_3', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
           '- Upper layers (9--12): Semantic features---coreference, entity types, semantic roles.'),
+    # Fine-tune, gradient accumulation (labs/finetune/accumulation.py)
+    Quote('accumulation_intro', TEXTBOOK, '20.11.4 Gradient Accumulation',
+          'When GPU memory is limited, gradient accumulation simulates larger batch sizes:'),
+    Quote('accumulation_batch', TEXTBOOK, '20.11.4 Gradient Accumulation', 'per_device_train_batch_size=4,'),
+    Quote('accumulation_steps', TEXTBOOK, '20.11.4 Gradient Accumulation',
+          'gradient_accumulation_steps=8, # Effective batch size = 4 * 8 = 32'),
 )
 # The handout's exercises as the workbook and Ask the class quote them (in their own file for its size).
 QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
