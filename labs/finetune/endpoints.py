@@ -6,7 +6,7 @@ following one costs no slot, so they share the concurrency id "finetune-follow" 
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.finetune import adapters_lora, data_efficiency, gradient_step, predict, shared_runs, ulmfit
+from labs.finetune import accumulation, adapters_lora, data_efficiency, gradient_step, predict, shared_runs, ulmfit
 
 FOLLOW = {"per_student": True, "concurrency_id": "finetune-follow", "concurrency_limit": None}
 
@@ -23,6 +23,10 @@ ENDPOINTS = (
     Endpoint("gradient_step", gradient_step.gradient_step_json,
              "gradient_step(features, label, weights, bias, learning_rate) -> {parameters: [{name, theta, input, grad, "
              "step, new, handout_new}], before, after, handout: {z, p_positive, loss}, rule, handout_rule}"),
+    Endpoint("gradient_accumulation", accumulation.gradient_accumulation,
+             "gradient_accumulation(model, task, batch_size, micro_batches, seed) -> the gradient of B examples as one "
+             "batch and as k micro-batches of B/k with the loss / k: {gradient: {max_abs_difference, cosine}, adamw, "
+             "memory: {full_batch_bytes, micro_batch_bytes}, seconds, full_batch, micro: [...]}"),
     Endpoint("compare_strategies", shared_runs.compare_stream,
              "Run feature extraction, partial and full fine-tuning, layer-wise lr decay, LoRA, prompt tuning (sentence "
              "tasks) and prefix tuning on a task's built-in data (shared with identical comparisons; streams the "

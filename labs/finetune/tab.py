@@ -14,6 +14,7 @@ from labs.finetune import (
     codegen,
     data,
     strategies,
+    tab_accumulation,
     tab_adapters,
     tab_data_efficiency,
     tab_run,
@@ -212,7 +213,8 @@ def build(demo: gr.Blocks) -> None:
     f = s.form
     tab_tasks.recipes_panel(task, f.model, f.seed)  # the course's recipes beside this lab's defaults
     panels = {**tab_data_efficiency.build(demo, f.model), **tab_adapters.build(demo, f.model),
-              **tab_ulmfit.build(demo)}  # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage
+              **tab_ulmfit.build(demo), **tab_accumulation.build(demo, f.model)}
+    # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage, gradient accumulation
     extras = extras_section()
     step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"), ("ner_subwords", "which word pieces get the NER label"))

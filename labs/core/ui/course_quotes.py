@@ -370,6 +370,12 @@ QUOTES = (
           '- **Batch size:** 3.2M tokens\n- **Tokens:** 300B total'),
     Quote('recipe_bert_details', STRATEGIES, 'BERT Training Details',
           '- Training Time: 1M steps (~40 epochs)\n- Optimizer: AdamW, 1e-4 learning rate, linear decay'),
+    # Fine-tune, gradient accumulation (labs/finetune/accumulation.py)
+    Quote('accumulation_intro', TEXTBOOK, '20.11.4 Gradient Accumulation',
+          'When GPU memory is limited, gradient accumulation simulates larger batch sizes:'),
+    Quote('accumulation_batch', TEXTBOOK, '20.11.4 Gradient Accumulation', 'per_device_train_batch_size=4,'),
+    Quote('accumulation_steps', TEXTBOOK, '20.11.4 Gradient Accumulation',
+          'gradient_accumulation_steps=8, # Effective batch size = 4 * 8 = 32'),
 )
 # The handout's exercises as the workbook and Ask the class quote them (in their own file for its size).
 QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
