@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from gradio_client.exceptions import AppError
 from playwright.sync_api import expect
 from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
 from tokenizers import models as tokenizer_models
@@ -166,6 +167,19 @@ def test_the_pitfall_panel_quotes_the_lecture():
     shown = tab_mismatch.course_text()
     for quote_id in ("pitfall_title", "pitfall_match", "pitfall_solution"):
         assert course_quotes.text(quote_id) in shown
+
+
+# ---------------------------------------------------------------- through the app
+
+def test_the_apis_answer_what_the_compute_gives_here_and_refuse_bad_input(client):
+    text = "We learn to Transformerify the hat"
+    assert client.predict(text, 5000, api_name="/word_level") == word_level.word_level_json(text, 5000)
+    assert (client.predict(text, GPT2, SMOL, api_name="/tokenizer_mismatch")
+            == mismatch.tokenizer_mismatch_json(text, GPT2, SMOL))
+    with pytest.raises(AppError, match="vocabulary size"):
+        client.predict(text, 4, api_name="/word_level")
+    with pytest.raises(AppError, match="Type"):
+        client.predict("", GPT2, SMOL, api_name="/tokenizer_mismatch")
 
 
 # ---------------------------------------------------------------- in the browser

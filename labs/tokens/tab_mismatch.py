@@ -20,7 +20,7 @@ def ids(n: int) -> str:
 def course_text() -> str:
     title = course_quotes.get("pitfall_title")
     lines = "\n> ".join(course_quotes.text(i) for i in ("pitfall_title", "pitfall_match", "pitfall_solution"))
-    return (f"**{course_quotes.get('pitfall_title').document}, “{title.where}”:**\n\n> {lines}\n\n"
+    return (f"**{title.cite}:**\n\n> {lines}\n\n"
             "An id is a row number in one vocabulary. Encode your text with tokenizer A, then read the same ids "
             "with tokenizer B, as a model given the wrong tokenizer's ids would.")
 
@@ -39,7 +39,7 @@ def reading_text(r: mismatch.Mismatch) -> str:
 
 def summary(r: mismatch.Mismatch) -> str:
     if r.encode_with == r.read_with:
-        verdict = "Same tokenizer both ways: the ids decode back to the text."
+        verdict = "Same tokenizer both ways: B reads its own ids."
     else:
         past = f" ({ids(r.past_vocabulary)} past B's vocabulary: B drops them)" if r.past_vocabulary else ""
         verdict = f"B reads A's {len(r.ids)} ids as:{past}\n\n> {ui.md(r.garbled) or '(nothing)'}"
@@ -59,7 +59,7 @@ def build(demo: gr.Blocks) -> None:
     with gr.Accordion(HEADING, open=True, elem_id="tok-mismatch-panel"):
         gr.Markdown(course_text())
         with gr.Row():
-            text = gr.Textbox(mismatch.EXAMPLE, label="Your text", scale=3, max_lines=3,
+            text = gr.Textbox(mismatch.EXAMPLE, label="Text to encode with A", scale=3, max_lines=3,
                               max_length=mismatch.MAX_CHARS)
             with gr.Column(scale=2):
                 encode_with = gr.Dropdown(names, value=mismatch.ENCODE_DEFAULT if mismatch.ENCODE_DEFAULT in names

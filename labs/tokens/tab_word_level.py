@@ -35,20 +35,20 @@ def word_level_html(r: word_level.WordLevelResult) -> str:
              f"{r.corpus_sentences} sentences have {r.vocab_size - 1:,} distinct words) · <b>{sum(r.unknown)} of "
              f"{len(r.tokens)} tokens are [UNK] ({r.unk_share:.0%})</b>; each [UNK] is id "
              f"{r.ids[r.unknown.index(True)] if any(r.unknown) else 0}: the model cannot tell them apart")
-    return f'<div class="lab-token-row"><div>{facts}</div>{pieces_html(shown, r.ids, colours)}</div>'
+    return f'<div class="lab-vocab-row"><div>{facts}</div>{pieces_html(shown, r.ids, colours)}</div>'
 
 
 def subword_html(row: word_level.SubwordRow) -> str:
     name = ui.esc(row.model)
     if row.error:
-        return f'<div class="lab-token-row"><b>{name}</b>: {ui.esc(row.error)}</div>'
+        return f'<div class="lab-vocab-row"><b>{name}</b>: {ui.esc(row.error)}</div>'
     back = ("✅ decodes to your text exactly" if row.round_trip else
             "✅ decodes to your text, lower-cased (this WordPiece is uncased)" if row.round_trip_uncased else
             f"decodes to: {ui.esc(row.decoded)}")
     unknown = f" · {row.unknown} [UNK]" if row.unknown else " · no [UNK]"
     facts = f"<b>{name}</b>: {ui.esc(row.algorithm)} · {len(row.ids)} pieces{unknown} · {back}"
     colours = ["#fca5a5" if p == "[UNK]" else PIECE_COLOUR for p in row.pieces]
-    return f'<div class="lab-token-row"><div>{facts}</div>{pieces_html(row.pieces, row.ids, colours)}</div>'
+    return f'<div class="lab-vocab-row"><div>{facts}</div>{pieces_html(row.pieces, row.ids, colours)}</div>'
 
 
 def on_word_level(text, vocabulary_size):
@@ -60,7 +60,7 @@ def build(demo: gr.Blocks) -> None:
     with gr.Accordion(HEADING, open=True, elem_id="tok-word-level-panel"):
         gr.Markdown(course_text())
         with gr.Row():
-            text = gr.Textbox(word_level.EXAMPLE, label="Your text", scale=3, max_lines=3,
+            text = gr.Textbox(word_level.EXAMPLE, label="Words to look up", scale=3, max_lines=3,
                               max_length=word_level.MAX_CHARS)
             with gr.Column(scale=2):
                 size = gr.Slider(*word_level.VOCAB_RANGE, value=word_level.VOCAB_RANGE[1], step=1,
