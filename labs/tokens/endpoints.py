@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.tokens import bpe, compute
+from labs.tokens import bpe, compute, mismatch, word_level
 
 ENDPOINTS = (
     Endpoint("tokenize", compute.tokenize_json,
@@ -12,4 +12,12 @@ ENDPOINTS = (
     Endpoint("bpe", bpe.bpe_json,
              "bpe(corpus, merges, word) -> {merges: [{step, pair, count, token}], vocab, word, pieces}; corpus: "
              "'word count' lines, merges 0-200"),
+    Endpoint("word_level", word_level.word_level_json,
+             "word_level(text, vocabulary_size) -> {tokens, ids, words, unknown, unk_count, unk_share, vocab_size, "
+             "subword: [{model, algorithm, pieces, ids, unknown, decoded, round_trip, round_trip_uncased}]}; a "
+             "word-level vocabulary of the corpus's most frequent words (5-5000) beside the real subword tokenizers"),
+    Endpoint("tokenizer_mismatch", mismatch.tokenizer_mismatch_json,
+             "tokenizer_mismatch(text, encode_with, read_with) -> {ids, encoded_pieces, read_pieces, garbled, "
+             "past_vocabulary, own_ids, own_decoded, model: {perplexity_own, perplexity_foreign, ...} | null, "
+             "model_note}; garbled = read_with's decode of encode_with's ids"),
 )

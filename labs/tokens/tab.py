@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.tokens import bpe, compute, train
+from labs.tokens import bpe, compute, tab_mismatch, tab_word_level, train
 
 TITLE = "Tokens"
 ID = "tokens"  # the ?tab= link and the folder
@@ -16,7 +16,8 @@ EXPLAINER = """**A model never sees your text: it sees token ids.** Each model s
 its own fixed vocabulary: BERT's WordPiece marks a word's continuation with `##`, GPT-2's byte-level BPE
 marks a leading space with ␣, T5's SentencePiece Unigram marks a word's start with ▁ (and keeps its sentinels
 `<extra_id_0>`, `<extra_id_1>`, … whole, as special tokens). Type anything and compare; then watch how BPE
-*learns* its pieces, one merge at a time."""
+*learns* its pieces, one merge at a time; why a word-level vocabulary fails (one [UNK] for every new word); and
+what a model reads when it is given another tokenizer's ids."""
 TRY_THIS = (
     "Which tokenizer needs the most tokens for the emoji and Japanese example? Why does byte-level BPE never "
     "need [UNK]?",
@@ -26,7 +27,11 @@ TRY_THIS = (
     "BPE on the course's corpus: before each click, write the pair you expect and check. After 5 merges, how "
     "does \"lowest\" split? And \"newer\"?",
     "Train the three tokenizers with a vocabulary of 100, then 1000: which one splits \"unbelievable\" into the "
-    "fewest pieces?")
+    "fewest pieces?",
+    "Word level: type a sentence about your weekend. What share of its words are [UNK]? Lower the vocabulary to "
+    "50: which words survive, and why those?",
+    "Pitfall 6: read GPT-2's ids with SmolLM2's tokenizer. Guess the perplexity on the wrong ids before you look; "
+    "then pick the same tokenizer for A and B.")
 PIECE_COLOURS = ("#dbeafe", "#fde68a", "#bbf7d0", "#fbcfe8", "#ddd6fe", "#fed7aa")
 CORPUS_HEADERS = ["word", "count", "symbols now"]
 PAIR_HEADERS = ["pair", "count (BPE)", "WordPiece score = freq(xy) / (freq(x)·freq(y))"]
@@ -195,6 +200,8 @@ def build(demo: gr.Blocks) -> None:
     every = every_tokenizer_section()
     steps = bpe_section()
     trained = train_section()
+    tab_word_level.build(demo)
+    tab_mismatch.build(demo)
     ui.course_links(("gpt2_ids", "GPT-2's ids for “The cat sat on”"), ("wordpiece_lecture", "the lecture's WordPiece splits"), ("wordpiece_textbook", "the textbook's splits"))
     ui.try_this(*TRY_THIS)
     ui.link(__name__, text=every.text)

@@ -376,6 +376,23 @@ QUOTES = (
     Quote('accumulation_batch', TEXTBOOK, '20.11.4 Gradient Accumulation', 'per_device_train_batch_size=4,'),
     Quote('accumulation_steps', TEXTBOOK, '20.11.4 Gradient Accumulation',
           'gradient_accumulation_steps=8, # Effective batch size = 4 * 8 = 32'),
+    # Tokens: why a word-level vocabulary fails (labs/tokens/word_level.py)
+    Quote('word_level_novel', STRATEGIES, 'Word structure and subword models',
+          'All *novel* words seen at test time are mapped to a single UNK.'),
+    *(Quote(f'word_level_{word.lower()}', STRATEGIES, 'Word structure and subword models', word)
+      for word in ('hat', 'learn', 'taaaaasty', 'laern', 'Transformerify')),
+    Quote('word_level_explosion', TEXTBOOK, '20.3.1 Why Subword Tokenization?',
+          '- Vocabulary explosion: Natural language has an enormous number of word forms (inflections, compounds, '
+          'neologisms). A word-level vocabulary must be extremely large or suffer from many out-of-vocabulary (OOV) '
+          'tokens.'),
+    Quote('word_level_morphology', TEXTBOOK, '20.3.1 Why Subword Tokenization?',
+          '- Morphological blindness: "run," "running," "runner," and "runs" are treated as completely unrelated '
+          'tokens.'),
+    # Tokens: a model needs its own tokenizer (labs/tokens/mismatch.py)
+    Quote('pitfall_title', LECTURE, 'Common Pitfalls in Fine-tuning', 'Pitfall 6: Forgetting Preprocessing'),
+    Quote('pitfall_match', LECTURE, 'Common Pitfalls in Fine-tuning', '- Tokenization must match pre-training'),
+    Quote('pitfall_solution', LECTURE, 'Common Pitfalls in Fine-tuning',
+          "- **Solution:** Use model's own tokenizer"),
 )
 # The handout's exercises as the workbook and Ask the class quote them (in their own file for its size).
 QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
