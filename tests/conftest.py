@@ -30,7 +30,14 @@ TINY_GPT2 = WORK / "tiny-gpt2"
 TINY_T5 = WORK / "tiny-t5"
 TINY_BERT_PRETRAINING = WORK / "tiny-bert-pretraining"
 SCREENSHOTS = Path(os.environ.get("LAB_SCREENSHOTS", ROOT / "tests" / "screenshots"))
-START_LIMIT_S = float(os.environ.get("LAB_TEST_START_S", 60))  # the app's start; longer on a busy shared machine
+START_LIMIT_S = float(os.environ.get("LAB_TEST_START_S", 180))  # the app's start; longer on a busy shared machine
+PATIENCE_MS = 60000  # a browser's default wait for a state (Playwright's own is 30 s): two workers share 2 cores
+
+# `./lab test` runs the suite in two pytest-xdist workers. Each worker's torch, and the app it starts, then
+# uses one thread, so that the two share the two cores instead of each spinning on both (set before torch loads).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LAB_EXTRA_MODELS"] = f"{TINY_BERT},{TINY_GPT2},{TINY_T5},{TINY_BERT_PRETRAINING}"
@@ -214,8 +221,20 @@ def browser():
 
     if not Path("/usr/bin/chromium").exists():
         pytest.fail("Debian's chromium is missing: apt-get install chromium")
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=PATIENCE_MS // 2)  # an assertion's wait for its state (Playwright's own: 5 s)
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        new_context = chromium.new_context
+
+        def patient_context(**options):
+            """Every context the tests open waits for a state up to PATIENCE_MS unless the test says otherwise."""
+            context = new_context(**options)
+            context.set_default_timeout(PATIENCE_MS)
+            return context
+
+        chromium.new_context = patient_context
         yield chromium
         chromium.close()
 
@@ -337,6 +356,8 @@ LABS = sorted(p.parent.name for p in (ROOT / "labs").glob("*/__init__.py") if p.
 
 
 def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(WorkerGroups(), "lab-worker-groups")
     for lab in LABS:  # one marker per lab, so that `-m <lab>` (or `-k <lab>`) picks a lab's tests
         config.addinivalue_line("markers", f"{lab}: a test of the {lab} lab (it imports labs.{lab}, or its file is "
                                            f"named after the lab)")
@@ -371,9 +392,49 @@ def tier_markers(fixtures, module_name: str) -> set[str]:
     return marks
 
 
+# ---------------------------------------------------------------- two workers (pytest-xdist, `./lab test`)
+
+# A rough cost per test, by tier, to start the longest files first (the last file to start sets the end).
+TIER_COST = {"slow": 60, "browser": 20, "ray": 15, "postgres": 5, "app": 3}
+
+
+def worker_group(nodeid: str) -> str:
+    """What one worker runs in one go: a file (its module fixtures are built once), or all the Ray tests
+    (one local Ray at a time)."""
+    file = nodeid.split("::")[0]
+    return "ray" if Path(file).name.startswith("test_ray_") else file
+
+
+def costliest_first(items) -> None:
+    cost: dict[str, float] = {}
+    for item in items:
+        group = worker_group(item.nodeid)
+        cost[group] = cost.get(group, 0) + max([TIER_COST.get(m.name, 0.2) for m in item.iter_markers()] + [0.2])
+    items.sort(key=lambda item: (-cost[worker_group(item.nodeid)], worker_group(item.nodeid)))  # stable
+
+
+class WorkerGroups:
+    """`--dist loadfile`, with the Ray files as one group. (pytest-xdist's own `loadgroup` marks do not reach
+    pytest 9's node ids.)"""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class GroupScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return worker_group(nodeid)
+
+        return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = getattr(item, "module", None)
         name = module.__name__.rpartition(".")[2] if module is not None else ""
         for mark in sorted(tier_markers(item.fixturenames, name) | labs_tested(name, vars(module) if module else {})):
             item.add_marker(mark)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker sorts alike: the groups go out costliest first
+        costliest_first(items)

@@ -136,8 +136,15 @@ def convert(gguf_folder: str, gguf_file: str, target: Path) -> None:
     try:
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
+        # Another process sharing the cache (a second app, a test worker) may have finished first: its whole
+        # copy is kept (it may be loading from it) and this one dropped.
+        if not (target / "model.safetensors").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            try:
+                partial.rename(target)
+            except OSError:
+                if not (target / "model.safetensors").exists():
+                    raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)  # a failed save leaves nothing behind
 
