@@ -3,7 +3,7 @@ from them)."""
 
 from __future__ import annotations
 
-from labs.choosing import bias, cards, course, distillation, domains, few_shot
+from labs.choosing import architectures, bias, cards, course, distillation, domains, few_shot
 from labs.choosing import t5_prefixes as t5
 from labs.choosing import temperature as dt
 from labs.core.work.endpoints import Endpoint
@@ -23,6 +23,10 @@ ENDPOINTS = (
     Endpoint("model_card", cards.model_card, "model_card(names, measure) -> {online, latency_text, models: [{name, "
              "family, layers, hidden_size, heads, vocab_size, tokenizer, params, embedding_params, other_params, "
              "objective, latency_ms, ...}]}"),
+    Endpoint("architecture_specs", architectures.architecture_specs,
+             "architecture_specs(group, tokens) -> {group, label, tokens, rows: [{name, family, layers, hidden, "
+             "params, params_by_part, course_params, course_ratio, flops, gflops_per_token, block_order, norm, "
+             "matrices, with_bias, positions, layer_weights, layers_run, factorised}], quotes}"),
     Endpoint("few_shot", few_shot.few_shot_api, "few_shot(model, shots, labels, seeds) -> {labels, label_tokens, "
              "curve: [{shots, accuracy, by_seed, min, max}], example: {prompt, probs, predicted, gold}}"),
     Endpoint("bias_probe", bias.bias_probe, "bias_probe(model, template) -> {template, read_as, rows: [{occupation, "

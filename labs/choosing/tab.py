@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.choosing import (
+    tab_architectures,
     tab_bias,
     tab_cards,
     tab_distillation,
@@ -34,6 +35,8 @@ TRY_THIS = (
     "Domain shift: paste a paragraph from your own field. Is its perplexity nearer news or legal text?",
     "Distillation: on which blanks does DistilBERT disagree with BERT, and is the KL large there? Is half the "
     "layers worth the speed-up you measure here?",
+    "Published architectures: ALBERT-base has about a tenth of BERT-base's parameters. Does a forward pass cost "
+    "it a tenth of the compute? Count them and look at GFLOPs per token.",
     "Distillation with temperature: guess the teacher's second word's probability at T = 5 before you look. Why "
     "does the loss multiply the KL by T², and what happens to L when you set β = 0?")
 
@@ -41,6 +44,7 @@ TRY_THIS = (
 def build(demo: gr.Blocks) -> None:
     ui.explainer(EXPLAINER)
     cards_panel = tab_cards.build()
+    architectures_panel = tab_architectures.build()  # published sizes, counted on the meta device
     distill_panel = tab_distillation.build()
     temperature_panel = tab_temperature.build()  # distillation with temperature, beside it
     shots_panel = tab_few_shot.build()
@@ -51,8 +55,10 @@ def build(demo: gr.Blocks) -> None:
     ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
             template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row,
             t5_task=t5_panel.task, t5_prefix=t5_panel.prefix, t5_text=t5_panel.text, temp_text=temperature_panel.text,
-            temperatures=temperature_panel.temps)
+            temperatures=temperature_panel.temps, arch_group=architectures_panel.group,
+            arch_tokens=architectures_panel.tokens)
     tab_cards.wire(demo, cards_panel)
+    tab_architectures.wire(demo, architectures_panel)
     tab_distillation.wire(distill_panel)
     tab_temperature.wire(demo, temperature_panel)
     tab_few_shot.wire(demo, shots_panel)

@@ -393,6 +393,27 @@ QUOTES = (
     Quote('pitfall_match', LECTURE, 'Common Pitfalls in Fine-tuning', '- Tokenization must match pre-training'),
     Quote('pitfall_solution', LECTURE, 'Common Pitfalls in Fine-tuning',
           "- **Solution:** Use model's own tokenizer"),
+    # Choosing a model: published architectures, counted on the meta device
+    Quote('specs_gpt_params', LECTURE, 'Appendix B: GPT Architecture Specifications', 'Parameters\t117M\t1.5B\t175B'),
+    Quote('specs_bert_params', LECTURE, 'Appendix A: BERT Architecture Specifications', 'Total Parameters\t110M\t340M'),
+    Quote('specs_albert_base', TEXTBOOK, '20.9.2 ALBERT: A Lite BERT', '| ALBERT-Base | 12 | 768 | 12M |'),
+    Quote('specs_albert_xxlarge', TEXTBOOK, '20.9.2 ALBERT: A Lite BERT', '| ALBERT-xxlarge | 12 | 4096 | 235M |'),
+    Quote('specs_t5_small', TEXTBOOK, '20.10.5 T5 Sizes', '| T5-Small | 60M | 6 | 6 | 512 |'),
+    Quote('specs_t5_base', TEXTBOOK, '20.10.5 T5 Sizes', '| T5-Base | 220M | 12 | 12 | 768 |'),
+    Quote('specs_t5_large', TEXTBOOK, '20.10.5 T5 Sizes', '| T5-Large | 770M | 24 | 24 | 1024 |'),
+    Quote('specs_t5_11b', TEXTBOOK, '20.10.5 T5 Sizes', '| T5-11B | 11B | 24 | 24 | 1024 |'),
+    Quote('specs_albert_factorised', TEXTBOOK, '20.9.2 ALBERT: A Lite BERT',
+          'With $V = 30{,}000$, $E = 128$, $H = 768$: BERT uses $30{,}000 \\times 768 = 23.0\\text{M}$ parameters, '
+          'while ALBERT uses $30{,}000 \\times 128 + 128 \\times 768 = 3.9\\text{M}$.'),
+    Quote('specs_albert_slower', TEXTBOOK, '20.9.4 Comparing the Variants',
+          '*ALBERT-Base is slower despite fewer parameters because parameter sharing means the same weights are '
+          'reused across layers, not that computation is reduced.'),
+    Quote('specs_t5_relative', TEXTBOOK, '20.10.2 Architecture',
+          '- Relative position embeddings: Instead of absolute position embeddings, T5 uses a simplified version of '
+          'relative position biases that are shared across layers.'),
+    Quote('specs_t5_prenorm', TEXTBOOK, '20.10.2 Architecture',
+          '- Pre-norm: Layer normalization is applied before (not after) each sublayer.'),
+    Quote('specs_t5_no_bias', TEXTBOOK, '20.10.2 Architecture', '- No bias terms: Linear layers omit bias for efficiency.'),
 )
 # The handout's exercises as the workbook and Ask the class quote them (in their own file for its size).
 QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
