@@ -12,7 +12,7 @@ import pandas as pd
 from labs.choosing import architectures as arch
 from labs.core.ui import plots, ui
 
-HEADERS = ["Architecture", "Layers × hidden", "Parameters counted", "The course says", "Embeddings",
+HEADERS = ["Architecture", "Layers × hidden", "Context, vocabulary", "Parameters counted", "The course says", "Embeddings",
            "GFLOPs per token", "LayerNorm", "Weights with a bias", "Layer weights / layers run", "Positions"]
 INTRO = ("Each model below is built from its published config with transformers' own class on PyTorch's **meta "
          "device**: every weight has its shape and no memory, so GPT-3's 175 billion parameters are counted in a "
@@ -32,7 +32,9 @@ def rows(r: dict) -> pd.DataFrame:
     for row in r["rows"]:
         course = (f"{row['course_params']} (counted: ×{row['course_ratio']:.3f})" if row["course_params"]
                   else "— (not in the course)")
-        data.append([row["name"], f"{row['layers']} × {row['hidden']}", millions(row["params"]), course,
+        context = f"{row['context']:,}" if row["context"] else "relative (no limit in the code)"
+        data.append([row["name"], f"{row['layers']} × {row['hidden']}", f"{context}, {row['vocab']:,}",
+                     millions(row["params"]), course,
                      f"{row['params_by_part']['embeddings'] / row['params']:.1%}", f"{row['gflops_per_token']:.3g}",
                      row["norm"], f"{row['with_bias']} of {row['matrices']}",
                      f"{row['layer_weights']} / {row['layers_run']}", "; ".join(row["positions"])])
