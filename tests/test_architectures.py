@@ -97,5 +97,5 @@ def test_the_panel_in_the_browser_and_its_link(browser, app_server):
         panel.get_by_text("174.60 B", exact=True).locator("visible=true").first.wait_for()  # GPT-3, counted
         # the course's figure beside the count
         panel.get_by_text("175B (counted: ×0.998)", exact=True).locator("visible=true").first.wait_for()
-        page.locator(".js-plotly-plot").filter(has_text="64-token forward pass").first.wait_for()
+        panel.locator(".js-plotly-plot").filter(has_text="GFLOPs per token").first.wait_for()
         context.close()

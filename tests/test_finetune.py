@@ -298,13 +298,15 @@ def test_stop_frees_the_worker(page):
     epochs.press("Enter")
     page.get_by_role("button", name="Fine-tune", exact=True).click()
     page.get_by_text(re.compile(r"step \d+ of")).first.wait_for(timeout=120000)
-    page.get_by_role("button", name="Stop", exact=True).click()
+    # A click event: a real click first scrolls the button into view, which can wait minutes while the page
+    # redraws the live curves on a busy machine.
+    page.get_by_role("button", name="Stop", exact=True).dispatch_event("click")
     page.get_by_text("Stopped.").first.wait_for(timeout=60000)
     # The worker is free again: a new run starts instead of waiting behind a 10-epoch run. The time-out
     # is generous (a busy CI machine loads the model slowly); what is checked is that it starts at all.
     page.get_by_role("button", name="Fine-tune", exact=True).click()
     page.get_by_text(re.compile(r"step \d+ of")).first.wait_for(timeout=180000)
-    page.get_by_role("button", name="Stop", exact=True).click()
+    page.get_by_role("button", name="Stop", exact=True).dispatch_event("click")
 
 
 def test_finished_and_stopped_runs_release_their_model(tiny_models, monkeypatch):
