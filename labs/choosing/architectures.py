@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from labs.core.errors import BadInput, check_number
 from labs.core.ui import course_quotes
@@ -98,8 +98,6 @@ class Reading:
         return self.params / amount(self.course_params) if self.course_params else None
 
     def to_json(self) -> dict:
-        from dataclasses import asdict
-
         return {**asdict(self), "course_ratio": self.course_ratio,
                 "gflops_per_token": round(self.flops / self.tokens / 1e9, 3)}
 
