@@ -156,13 +156,12 @@ def is_norm(module) -> bool:
     return "norm" in type(module).__name__.lower()
 
 
-def run_once(model, config, tokens: int):
+def run_once(model, config, tokens: int, stack):
     """One forward pass on the meta device, counting its FLOPs and recording, with forward hooks, the order the
-    first layer's modules run in and how often each layer of the first stack runs."""
+    first layer's modules run in and how often each layer of `stack` (the model's first list of layers) runs."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    (stack_name, stack), *_ = stacks(model)
     first = stack[0]
     order, runs, hooks = [], [0] * len(stack), []
     for name, module in first.named_modules():
@@ -183,7 +182,7 @@ def run_once(model, config, tokens: int):
         if once and name == once[0][0]:
             break
         once.append((name, module))
-    return counter.get_total_flops(), once, runs, stack_name
+    return counter.get_total_flops(), once, runs
 
 
 def positions_of(model) -> list[str]:
@@ -208,8 +207,9 @@ def read(name: str, tokens: int = DEFAULT_TOKENS) -> Reading:
     """One architecture at its published sizes, counted and run once on the meta device."""
     arch = ARCHITECTURES[name]
     model, config = build(arch)
-    flops, once, runs, stack_name = run_once(model, config, tokens)
-    stack_names = [n for n, _ in stacks(model)]
+    found = stacks(model)  # the first holds the layers run_once watches
+    stack_name, stack_names = found[0][0], [n for n, _ in found]
+    flops, once, runs = run_once(model, config, tokens, found[0][1])
     by_part = {"embeddings": 0, "layers": 0, "other": 0}
     for pname, p in model.named_parameters():  # a tied weight (T5's shared table) once
         by_part[part_of(pname, stack_names)] += p.numel()
