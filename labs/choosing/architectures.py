@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from labs.core.errors import BadInput, check_number
+from labs.core.models.on_meta import build_on_meta
 from labs.core.ui import course_quotes
 
 DEFAULT_TOKENS, MAX_TOKENS = 128, 512  # 512: the shortest context here (GPT-1, BERT)
@@ -118,12 +119,7 @@ def amount(text: str) -> float:
 
 
 def build(arch: Architecture):
-    import torch
-    import transformers
-
-    config = getattr(transformers, arch.config)(**arch.sizes)
-    with torch.device("meta"):
-        return getattr(transformers, arch.model)(config).eval(), config
+    return build_on_meta(arch.config, arch.model, arch.sizes)
 
 
 def stacks(model) -> list[tuple[str, object]]:

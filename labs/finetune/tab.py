@@ -162,7 +162,7 @@ def settings_section(train_size: int) -> SimpleNamespace:
 
 
 def results_section() -> SimpleNamespace:
-    progress, curves, summary = gr.HTML(), gr.Plot(label="Live training curves", elem_id="ft-curves"), gr.Markdown()
+    progress, curves, summary = gr.HTML(elem_id="ft-progress"), gr.Plot(label="Live training curves", elem_id="ft-curves"), gr.Markdown()
     samples = ui.table(SAMPLE_HEADERS, "Validation sentences: prediction (probability) before and after", wrap=True)
     text, text_b, classify, try_hub, label, view = tab_tasks.try_section()
     with gr.Accordion("Compare your last runs", open=True):

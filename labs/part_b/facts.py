@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from labs.core.errors import BadInput
 from labs.core.models import models
+from labs.core.models.on_meta import build_on_meta
 from labs.core.ui.course_quotes import text as course
 
 MAX_MASK_LENGTH = 2048  # the masks are built and counted (a 2,048² mask is 4 M booleans)
@@ -170,13 +171,8 @@ STATED = {"BERT": 340e6, "GPT": 1.5e9, "T5": 11e9}
 @functools.cache
 def parameters_on_meta(family: str) -> int:
     """Count a model's parameters from its config without allocating them (PyTorch's meta device)."""
-    import torch
-    import transformers
-
     _, config_class, sizes, model_class = LARGEST[family]
-    config = getattr(transformers, config_class)(**sizes)
-    with torch.device("meta"):
-        model = getattr(transformers, model_class)(config)
+    model, _ = build_on_meta(config_class, model_class, sizes)
     return sum(p.numel() for p in model.parameters())
 
 
