@@ -6,8 +6,10 @@ Run:  python app.py   (127.0.0.1:7860; GRADIO_SERVER_NAME / GRADIO_SERVER_PORT o
 from __future__ import annotations
 
 import gc
+import importlib.util
 import logging
 import os
+import sys
 import threading
 
 # A web server shares its two cores with the threads that serve requests; PyTorch's OpenMP workers
@@ -16,6 +18,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Gradio rebuilds a pandas table of its last 10,000 events after every event, for the API page's
 # statistics (3 to 11 ms each on these cores, 100 students' requests = up to a second): every 100 is enough.
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
+# Gradio sets matplotlib's backend around every event, with `import matplotlib` in a try (gradio.utils.
+# MatplotlibBackendMananger). Where matplotlib is not installed, each failed import searches every folder on
+# sys.path again: twice an event, a tenth of the server's CPU while a class answers (py-spy). A None in
+# sys.modules makes that import fail at once; an installed matplotlib is left alone.
+if importlib.util.find_spec("matplotlib") is None:
+    sys.modules.setdefault("matplotlib", None)
 
 import gradio as gr  # noqa: E402
 

@@ -470,6 +470,10 @@ def main() -> int:
     parser.add_argument("--class-poll", choices=("version", "state"), default="version",
                         help="--class: how a waiting page looks for the reveal: GET /class/version, redrawing on a "
                              "change (the page now), or the whole /class_state every 3 s (the page before)")
+    parser.add_argument("--class-via", choices=("page", "client"), default="page",
+                        help="--class: how a phone sends the class's actions: one POST to /gradio_api/run/<name>, as "
+                             "the page's Gradio JS client does for an event that skips the queue (default), or "
+                             "gradio_client (which always goes through the queue: its join and its event stream)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.class_size:

@@ -9,7 +9,10 @@ reveal's time, /fill_mask's p95 with the class beside /fill_mask alone in the sa
 the server and of the simulated students over the answering window.
 
 The simulated students share the server's two cores at a lower priority (os.nice), as phones would not share
-them at all."""
+them at all. A phone sends the class's actions (`queue=False` events) as the page's Gradio JS client does: one POST
+to `/gradio_api/run/<name>` each (its bundle posts a dependency with `queue: false` to `${root}/run/...`);
+`--class-via client` sends them through gradio_client instead, which always takes the queue's way (a join, then
+an event stream): heavier for both sides, and what a script using the API does."""
 
 from __future__ import annotations
 
@@ -43,6 +46,27 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else float("nan")
 
 
+class PagePost:
+    """A phone's page: the class's actions, each one POST to /gradio_api/run/<name> on one kept-alive
+    connection, as Gradio's JS client sends an event that skips the queue."""
+
+    def __init__(self, url: str):
+        import httpx
+
+        # verify=False: plain HTTP on 127.0.0.1, and a verifying client loads the CA bundle (see clients())
+        self.http = httpx.Client(base_url=url, timeout=30, verify=False)
+
+    def predict(self, *data, api_name: str):
+        response = self.http.post(f"/gradio_api/run/{api_name.lstrip('/')}", json={"data": list(data)})
+        body = response.json()
+        if response.status_code != 200 or "data" not in body:
+            raise RuntimeError(body.get("error") or response.text[:200])
+        return body["data"][0]
+
+    def close(self) -> None:
+        self.http.close()
+
+
 def main_class(args) -> int:
     import httpx
     import psutil
@@ -57,6 +81,7 @@ def main_class(args) -> int:
     # At a lower priority (the server started before, at the normal one), their own work yields to the server's.
     os.nice(10)
     rng = random.Random(0)
+    students, projector_page = [], None
     try:
         lecturer = Client(url, verbose=False, ssl_verify=False)
         run_load(url, "fill_mask", lambda i: (f"The [MASK] sat on the mat in house {i}.", bert.name, 5), 1)  # loads
@@ -65,7 +90,8 @@ def main_class(args) -> int:
         key, code = start_["lecturer_key"], start_["code"]
         lecturer.predict(lecturer_key=key, kind="fill_mask", text=QUESTION, model=bert.name, top_k=10,
                          api_name="/class_ask")
-        students = clients(url, n)
+        students = clients(url, n) if args.class_via == "client" else [PagePost(url) for _ in range(n)]
+        projector_page = lecturer if args.class_via == "client" else PagePost(url)
         others = clients(url, 50)  # made now: a page's browser reads the app's config once, before the lecture
         with ThreadPoolExecutor(16) as pool:
             ids = list(pool.map(lambda c: c.predict(code, api_name="/class_join")["student_id"], students))
@@ -77,7 +103,7 @@ def main_class(args) -> int:
         def projector() -> None:  # the projector's page: the count, every second
             while not stop_polling.is_set():
                 try:
-                    counts.append((time.perf_counter(), lecturer.predict(key, api_name="/class_count")["answers"]))
+                    counts.append((time.perf_counter(), projector_page.predict(key, api_name="/class_count")["answers"]))
                 except Exception as exc:  # noted, and the page goes on looking
                     print(f"  projector: {str(exc)[:120]}", flush=True)
                 stop_polling.wait(1.0)
@@ -147,8 +173,10 @@ def main_class(args) -> int:
         errors = [a[2] for a in acked if a[2]]
         cpu = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
         polling = "asking /class/version" if args.class_poll == "version" else "redrawing /class_state"
+        via = "one POST to /gradio_api/run/<name> each, as a page" if args.class_via == "page" else "gradio_client"
         print(f"\nA class of {n}: one fill-in-the-blank question on {bert.name}, every answer within 3 s, pages "
-              f"{polling} every 3 s, the projector /class_count every 1 s; 50 /fill_mask beside it.\n")
+              f"{polling} every 3 s, the projector /class_count every 1 s; 50 /fill_mask beside it. The class's "
+              f"actions sent by {via}.\n")
         print("| what | figure |\n|---|---|")
         print(f"| answers stored / sent | {stored} / {n} (acknowledged {len(ok)}, refused {len(errors)}) |")
         print(f"| an answer: p50 / p95 / max | {statistics.median(latencies):.2f} / {percentile(latencies, .95):.2f} / "
@@ -171,4 +199,7 @@ def main_class(args) -> int:
         print((WORK / "app.log").read_text(errors="replace")[-4000:], flush=True)
         raise
     finally:
+        for page in [*students, projector_page]:
+            if isinstance(page, PagePost):
+                page.close()
         stop(app)
