@@ -162,7 +162,8 @@ def settings_section(train_size: int) -> SimpleNamespace:
 
 
 def results_section() -> SimpleNamespace:
-    progress, curves, summary = gr.HTML(elem_id="ft-progress"), gr.Plot(label="Live training curves", elem_id="ft-curves"), gr.Markdown()
+    progress = gr.HTML(elem_id="ft-progress")
+    curves, summary = gr.Plot(label="Live training curves", elem_id="ft-curves"), gr.Markdown()
     samples = ui.table(SAMPLE_HEADERS, "Validation sentences: prediction (probability) before and after", wrap=True)
     text, text_b, classify, try_hub, label, view = tab_tasks.try_section()
     with gr.Accordion("Compare your last runs", open=True):
@@ -208,6 +209,9 @@ def build(demo: gr.Blocks) -> None:
     with gr.Row():
         run_btn = gr.Button("Fine-tune", variant="primary", scale=3, elem_id="ft-run")
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
+    # Stop's answer has a line of its own: it races the run's last update ("Stopped."), and a late answer must
+    # not write over the progress line (CI once read "Stopping…" there for five minutes).
+    stop_note = gr.HTML(elem_id="ft-stop-note")
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
     f = s.form
@@ -236,13 +240,13 @@ def build(demo: gr.Blocks) -> None:
     # Runs are shared jobs (labs.core.work.jobs): identical ones train once, the others queue for the training slot
     # and the tab shows the place. The handler only follows its job, so it needs no slot of its own.
     # Pressing again replaces this page's run (one waiting run per student): every press goes through.
-    ui.wire(run_btn.click, lambda: ui.progress_html(None, STARTING), None, out.outputs["progress"], queue=False,
-            trigger_mode="multiple").then(
+    ui.wire(run_btn.click, lambda: (ui.progress_html(None, STARTING), ""), None, [out.outputs["progress"], stop_note],
+            queue=False, trigger_mode="multiple").then(
         ui.friendly(gathered(ui.by_name(tab_run.on_run, out.outputs))),
         f.inputs() + [chosen, s.scratch, out.runs, task], list(out.outputs.values()), api_visibility="private",
         concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal",
         show_progress_on=[out.outputs["curves"]], trigger_mode="multiple")
-    ui.wire(stop_btn.click, tab_run.on_stop, None, out.outputs["progress"], queue=False)
+    ui.wire(stop_btn.click, tab_run.on_stop, None, stop_note, queue=False)
     tab_strategies.wire(compare_button, compare_outputs, f, task)
     ui.wire(out.classify.click, tab_tasks.on_try, [task, out.run_id, out.text, out.text_b], [out.label, out.view])
     ui.wire(out.try_hub.click, tab_tasks.on_try_hub, [task, out.text, out.text_b], [out.label, out.view])

@@ -10,6 +10,7 @@ import functools
 import html
 import inspect
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,7 +124,8 @@ async def on_run(form: Form, chosen, with_scratch, runs, task="sentiment", reque
         return
     # The run's own views are the same for every follower: built once (in a thread: the page's other
     # events go on meanwhile); the history is this student's.
-    progress, figure, summary, samples, result = await asyncio.to_thread(run_views, ticket, live)
+    progress, figure, summary, samples, result = await asyncio.get_running_loop().run_in_executor(
+        _views_pool, run_views, ticket, live)
     runs = report.with_history(runs, live)
     yield {"progress": progress, "curves": figure, "summary": summary, "samples": samples,
            "run_id": live.finished[0].run_id, "runs": runs,
@@ -131,6 +133,9 @@ async def on_run(form: Form, chosen, with_scratch, runs, task="sentiment", reque
            "history_table": runs_table(runs), "result": result}
 
 
+# Its own threads, not asyncio's default pool (6 threads on 2 cores), which Part B's workbook also fills with
+# endpoint calls that run many forward passes (labs/part_b/evidence.py): a run's last views never queue behind them.
+_views_pool = ThreadPoolExecutor(2, thread_name_prefix="finetune views")
 _views = cachetools.LRUCache(16)  # job -> its finished views (progress line, figure, summary, samples, JSON)
 _views_lock = threading.Lock()
 
@@ -182,5 +187,5 @@ def on_stop(request: gr.Request) -> str:
     """Stop: a run this student alone follows stops after the current step; a shared one goes on for the
     others (this student leaves it, keeping the curves so far); a waiting one leaves the queue."""
     outcome = JOBS.stop_owner(request.session_hash)
-    return ui.progress_html(None, "Stopping after the current step…" if outcome == "stopping" else
+    return ui.progress_html(None, "Stop pressed: the run stops after its current step." if outcome == "stopping" else
                             LEFT if outcome == "left" else "Nothing is running for you.")
