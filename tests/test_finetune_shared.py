@@ -166,3 +166,49 @@ def test_an_api_client_has_one_waiting_job_a_newer_call_replaces_it(clients, tin
     with pytest.raises(AppError, match="Replaced by your newer request"):
         older.result(timeout=300)
     assert newer.result(timeout=300)["history"] and blocker.result(timeout=300)["history"]
+
+
+def test_every_stop_answers_on_a_line_no_run_writes():
+    """Stop's answer (a queue=False event) races the run's last update: a Stop that wrote the run's progress line
+    could leave its answer there over "Stopped." for good (CI once read it five minutes on). In the built Fine-tune
+    tab, each of its four Stop buttons writes only a line that no streaming run writes."""
+    import gradio as gr
+
+    from labs.core.ui import ui
+    from labs.finetune import tab as finetune_lab
+
+    before = list(ui.registered_links), list(ui.registered_loads)
+    try:
+        with gr.Blocks() as demo:
+            finetune_lab.build(demo)
+    finally:
+        ui.registered_links[:], ui.registered_loads[:] = before
+    stops = {block._id for block in demo.blocks.values() if isinstance(block, gr.Button) and block.value == "Stop"}
+    streamed = {block._id for fn in demo.fns.values() if fn.types_generator for block in fn.outputs}
+    stop_writes = [{block._id for block in fn.outputs} for fn in demo.fns.values()
+                   if {target for target, _ in fn.targets} & stops]
+    assert len(stops) == 4 and len(stop_writes) == 4
+    assert all(written and not written & streamed for written in stop_writes), "a Stop writes a run's line"
+
+
+def test_stop_on_a_long_panel_answers_what_it_did(tiny_models):
+    """The long panels' Stop (data efficiency, adapters, ULMFiT): nothing running, then a run this student alone
+    follows, which stops after its current step and says so."""
+    from labs.finetune import tab_long_run
+
+    me = SimpleNamespace(session_hash="long-panel student")
+    assert tab_long_run.NOTHING_RUNNING in tab_long_run.on_stop(me)
+    ticket = shared_runs.run_ticket(settings(tiny_models, seed=106, epochs=3), datasets.builtin_data(), False,
+                                    owner=me.session_hash)
+    first_step, events = threading.Event(), []
+
+    def follow():
+        for event in ticket:
+            events.append(event)
+            first_step.set()
+    thread = threading.Thread(target=follow)
+    thread.start()
+    assert first_step.wait(120)
+    assert tab_long_run.STOP_PRESSED in tab_long_run.on_stop(me)
+    thread.join(300)
+    assert isinstance(events[-1], training.RunResult) and events[-1].stopped

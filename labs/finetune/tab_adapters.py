@@ -9,7 +9,7 @@ import pandas as pd
 
 from labs.core.ui import ui
 from labs.finetune import adapters_lora as al
-from labs.finetune import tab_data_efficiency
+from labs.finetune import tab_long_run
 from labs.finetune.training import RunResult, Step
 
 TITLE = "Adapters and LoRA at inference: merged weights, time per prediction, storage per task"
@@ -90,17 +90,11 @@ def build(demo: gr.Blocks, model) -> dict:
             lora_rank = gr.Slider(1, 64, value=al.LORA_RANK, step=1, label="LoRA rank r")
             epochs = gr.Slider(1, 10, value=al.EPOCHS, step=1, label="Epochs")
             seed = gr.Number(0, label="Seed", precision=0, minimum=0)
-        with gr.Row():
-            button = gr.Button(BUTTON, variant="primary", scale=3)
-            stop = gr.Button("Stop", variant="stop", scale=1)
+        controls = tab_long_run.buttons(BUTTON)
         progress = gr.HTML()
         table, words = ui.table(HEADERS, "Each method after training", wrap=True), gr.Markdown()
         gr.Markdown(LIBRARY_NOTE, elem_classes=["lab-secondary"])
         result = ui.result_json()
     outputs = dict(progress=progress, table=table, words=words, result=result)
-    ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
-        ui.friendly(ui.by_name(on_measure, outputs)), [model, adapter_size, lora_rank, epochs, seed],
-        list(outputs.values()), api_visibility="private",
-        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[table])
-    ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
+    tab_long_run.wire(controls, on_measure, [model, adapter_size, lora_rank, epochs, seed], outputs, [table])
     return {"adapter_size": adapter_size, "lora_rank": lora_rank, "adapter_epochs": epochs}

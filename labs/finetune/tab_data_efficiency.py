@@ -8,9 +8,8 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.core.work.jobs import JOBS
 from labs.finetune import data_efficiency as de
-from labs.finetune import tasks
+from labs.finetune import tab_long_run, tasks
 from labs.finetune.training import RunResult, Step
 
 TITLE = "How little labelled data pre-training needs"
@@ -64,12 +63,6 @@ def step_words(plan: list, step: Step, events: list) -> tuple[float, str]:
             f"{plan[done // 2].train_examples} examples, {step.phase}: step {step.step} of {step.total_steps}")
 
 
-def on_stop(request: gr.Request) -> str:
-    """Stop: a curve this student alone follows stops after its current step; a shared one goes on for others."""
-    return ui.progress_html(None, "Stopping after the current step…" if JOBS.stop_owner(request.session_hash)
-                            else "Nothing is running for you.")
-
-
 def build(demo: gr.Blocks, model) -> dict:
     """The panel (the model is the lab's encoder dropdown); returns the inputs a link may set."""
     with gr.Accordion(TITLE, open=False, elem_id="ft-data-efficiency"):
@@ -82,15 +75,9 @@ def build(demo: gr.Blocks, model) -> dict:
             sizes = gr.Textbox(", ".join(map(str, de.SIZES)), label="Labelled examples (capped at the training set)",
                                max_length=80)
             seed = gr.Number(0, label="Seed", precision=0, minimum=0)
-        with gr.Row():
-            button = gr.Button(BUTTON, variant="primary", scale=3)
-            stop = gr.Button("Stop", variant="stop", scale=1)
+        controls = tab_long_run.buttons(BUTTON)
         progress, chart = gr.HTML(), gr.Plot(label="Accuracy against labelled examples")
         table, words, result = ui.table(HEADERS, "The curve's points"), gr.Markdown(), ui.result_json()
     outputs = dict(progress=progress, chart=chart, table=table, words=words, result=result)
-    ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
-        ui.friendly(ui.by_name(on_curve, outputs)), [model, task, sizes, seed], list(outputs.values()),
-        api_visibility="private",
-        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
-    ui.wire(stop.click, on_stop, None, progress, queue=False)
+    tab_long_run.wire(controls, on_curve, [model, task, sizes, seed], outputs, [chart])
     return {"de_task": task, "de_sizes": sizes, "de_seed": seed}

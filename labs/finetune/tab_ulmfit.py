@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.finetune import tab_data_efficiency, ulmfit
+from labs.finetune import tab_long_run, ulmfit
 from labs.finetune.training import Step
 
 TITLE = "ULMFiT's middle stage: language modelling on in-domain text before fine-tuning"
@@ -82,16 +82,10 @@ def build(demo: gr.Blocks) -> dict:
             epochs = gr.Slider(*ulmfit.LIMITS["epochs"], value=ulmfit.DEFAULTS["epochs"], step=1,
                                label="Fine-tune epochs")
             seed = gr.Number(0, label="Seed", precision=0, minimum=0)
-        with gr.Row():
-            button = gr.Button(BUTTON, variant="primary", scale=3)
-            stop = gr.Button("Stop", variant="stop", scale=1)
+        controls = tab_long_run.buttons(BUTTON)
         progress, chart = gr.HTML(), gr.Plot(label="The three stages' losses")
         table, words, result = ui.table(HEADERS, "With and without the middle stage", wrap=True), gr.Markdown(), \
             ui.result_json()
     outputs = dict(progress=progress, chart=chart, table=table, words=words, result=result)
-    ui.wire(button.click, lambda: ui.progress_html(None, "Starting…"), None, progress, queue=False).then(
-        ui.friendly(ui.by_name(on_stages, outputs)), [model, labelled, lm_epochs, epochs, seed],
-        list(outputs.values()), api_visibility="private",
-        concurrency_id="finetune-follow", concurrency_limit=None, show_progress="minimal", show_progress_on=[chart])
-    ui.wire(stop.click, tab_data_efficiency.on_stop, None, progress, queue=False)
+    tab_long_run.wire(controls, on_stages, [model, labelled, lm_epochs, epochs, seed], outputs, [chart])
     return {"ulmfit_model": model, "labelled": labelled, "lm_epochs": lm_epochs, "ulmfit_epochs": epochs}
