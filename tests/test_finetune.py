@@ -306,10 +306,13 @@ def test_stop_frees_the_worker(page):
     # run's last word ("Stopped.", after the current step and a measure of where it got to: slow on a busy
     # two-worker machine, so patience, not a time limit). `expect` says what a line read instead, should it fail.
     expect(page.locator("#ft-stop-note")).to_contain_text("Stop pressed", timeout=60000)
+    expect(page.locator("#ft-stop-note")).to_be_visible()  # the note takes room only once it says something
     expect(page.locator("#ft-progress")).to_contain_text("Stopped.", timeout=300000)
+    screenshot(page, "finetune-stopped")
     # The worker is free again: a new run starts instead of waiting behind a 10-epoch run. The time-out
     # is generous (a busy CI machine loads the model slowly); what is checked is that it starts at all.
     page.get_by_role("button", name="Fine-tune", exact=True).click()
+    expect(page.locator("#ft-stop-note")).to_be_hidden()  # a new run clears the last Stop's note
     page.get_by_text(re.compile(r"step \d+ of")).first.wait_for(timeout=180000)
     page.get_by_role("button", name="Stop", exact=True).dispatch_event("click")
 
