@@ -38,6 +38,20 @@ def follow_in_threads(ticket_factory, n: int) -> list[list]:
     return seen
 
 
+def follow_past_its_first_step(ticket) -> tuple[threading.Thread, list]:
+    """Follow a ticket in a thread of its own; returns (the thread, the events so far) once the first has come."""
+    first_step, events = threading.Event(), []
+
+    def follow():
+        for event in ticket:
+            events.append(event)
+            first_step.set()
+    thread = threading.Thread(target=follow)
+    thread.start()
+    assert first_step.wait(120)
+    return thread, events
+
+
 def test_a_shared_run_equals_the_same_run_trained_alone(tiny_models):
     s, data = settings(tiny_models, seed=101), datasets.builtin_data()
     runs_before = JOBS.stats["runs"]
@@ -71,16 +85,7 @@ def test_a_kept_run_whose_model_was_freed_trains_again(tiny_models, monkeypatch)
 def test_stop_on_a_shared_run_leaves_it_for_the_others(tiny_models):
     s, data = settings(tiny_models, seed=103, epochs=3), datasets.builtin_data()
     mine, theirs = (shared_runs.run_ticket(s, data, False, owner=o) for o in ("me", "them"))
-    first_step = threading.Event()
-    their_events: list = []
-
-    def follow():
-        for event in theirs:
-            their_events.append(event)
-            first_step.set()
-    thread = threading.Thread(target=follow)
-    thread.start()
-    assert first_step.wait(120)
+    thread, their_events = follow_past_its_first_step(theirs)
     assert finetune_tab.on_stop(SimpleNamespace(session_hash="me")).count(finetune_tab.LEFT[:20]) == 1
     thread.join(300)
     result = their_events[-1]
@@ -200,15 +205,7 @@ def test_stop_on_a_long_panel_answers_what_it_did(tiny_models):
     assert tab_long_run.NOTHING_RUNNING in tab_long_run.on_stop(me)
     ticket = shared_runs.run_ticket(settings(tiny_models, seed=106, epochs=3), datasets.builtin_data(), False,
                                     owner=me.session_hash)
-    first_step, events = threading.Event(), []
-
-    def follow():
-        for event in ticket:
-            events.append(event)
-            first_step.set()
-    thread = threading.Thread(target=follow)
-    thread.start()
-    assert first_step.wait(120)
+    thread, events = follow_past_its_first_step(ticket)
     assert tab_long_run.STOP_PRESSED in tab_long_run.on_stop(me)
     thread.join(300)
     assert isinstance(events[-1], training.RunResult) and events[-1].stopped
