@@ -211,7 +211,7 @@ def build(demo: gr.Blocks) -> None:
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
     # Stop's answer has a line of its own: it races the run's last update ("Stopped."), and a late answer must
     # not write over the progress line (CI once read "Stopping…" there for five minutes).
-    stop_note = gr.HTML(elem_id="ft-stop-note")
+    stop_note = gr.HTML(elem_id="ft-stop-note", elem_classes=["ft-stop-note"])  # as tab_long_run's
     out = results_section()
     compare_button, compare_outputs = tab_strategies.section()
     f = s.form

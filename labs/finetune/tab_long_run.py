@@ -1,7 +1,8 @@
 """The Run and Stop buttons of Fine-tune's long panels (data efficiency, adapters and LoRA, ULMFiT's stages), wired
 the same way: Run writes "Starting…" and then follows its shared job on the panel's progress line; Stop answers on a
 note line of its own. Stop's answer (a queue=False event) races the run's last update, and a late answer written on
-the progress line would stay there over "Stopped." (the main run's Stop once did, on CI: labs/finetune/tab.py)."""
+the progress line would stay there over "Stopped." (the main run's Stop once did, on CI: labs/finetune/tab.py, whose
+Stop answers with `stop_answer` too)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,16 @@ def buttons(label: str) -> SimpleNamespace:
     return SimpleNamespace(run=run, stop=stop, note=gr.HTML(elem_classes=["ft-stop-note"]))
 
 
-def on_stop(request: gr.Request) -> str:
-    """A job this student alone follows stops after its current step; a shared one goes on for the others."""
-    outcome = JOBS.stop_owner(request.session_hash)
-    return ui.progress_html(None, STOP_PRESSED if outcome == "stopping" else LEFT if outcome == "left" else
+def stop_answer(session_hash: str, left: str = LEFT) -> str:
+    """Stop for this student (JOBS.stop_owner) and its answer for the note line: a job they alone follow stops after
+    its current step; a shared one goes on for the others (`left` says so); else nothing was running."""
+    outcome = JOBS.stop_owner(session_hash)
+    return ui.progress_html(None, STOP_PRESSED if outcome == "stopping" else left if outcome == "left" else
                             NOTHING_RUNNING)
+
+
+def on_stop(request: gr.Request) -> str:
+    return stop_answer(request.session_hash)
 
 
 def wire(controls: SimpleNamespace, follow, inputs: list, outputs: dict, show_progress_on) -> None:

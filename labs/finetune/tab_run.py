@@ -19,8 +19,8 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
-from labs.core.work.jobs import JOBS, JobGone, Queued
-from labs.finetune import report, shared_runs, strategies, tasks, training
+from labs.core.work.jobs import JobGone, Queued
+from labs.finetune import report, shared_runs, strategies, tab_long_run, tasks, training
 from labs.finetune.data import Dataset, builtin_data
 
 SAMPLE_HEADERS = ["sentence", "true label", "before", "after"]
@@ -186,6 +186,4 @@ def stopped() -> str:
 def on_stop(request: gr.Request) -> str:
     """Stop: a run this student alone follows stops after the current step; a shared one goes on for the
     others (this student leaves it, keeping the curves so far); a waiting one leaves the queue."""
-    outcome = JOBS.stop_owner(request.session_hash)
-    return ui.progress_html(None, "Stop pressed: the run stops after its current step." if outcome == "stopping" else
-                            LEFT if outcome == "left" else "Nothing is running for you.")
+    return tab_long_run.stop_answer(request.session_hash, LEFT)
