@@ -1,10 +1,12 @@
 """Where a class's sessions, questions and answers are kept: a real database behind one small interface.
 
-SQLite in a file under LAB_DATA_DIR by default (a Space's /data when it has persistent storage), PostgreSQL
-when LAB_CLASS_DB names one (`postgresql://user@host:port/db`), so that several front-ends share their
-classes. Both go through SQLAlchemy Core; the schema is created and migrated here, in order, and its version
-kept in the database. A write returns only after its transaction is committed: a student is told "received"
-only for an answer that a restart keeps."""
+SQLite in a file on the local disk by default (LAB_DATA_DIR), PostgreSQL when LAB_CLASS_DB names one
+(`postgresql://user@host:port/db`), so that several front-ends share their classes. Both go through SQLAlchemy
+Core; the schema is created and migrated here, in order, and its version kept in the database. A write returns
+only after its transaction is committed: a student is told "received" only for an answer that a restart of the
+process keeps. A Space's disk is wiped by a restart of the Space, and a storage bucket cannot hold SQLite:
+with LAB_BACKUP_DIR, backup.py copies the database there a few seconds after each change and brings it back
+at start."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from labs.classroom import backup
 from labs.core.errors import LabError
 
 log = logging.getLogger(__name__)
@@ -95,11 +98,10 @@ class QuestionClosed(LabError):
 
 
 def data_dir() -> Path:
-    """LAB_DATA_DIR; else a Space's persistent storage (/data) when it has some; else ~/.local/share/lm-lab."""
+    """LAB_DATA_DIR, else ~/.local/share/lm-lab: always the local disk. SQLite needs file locks and writes in
+    place, which a bucket mount (a Space's only persistent storage) does not offer: see backup.py."""
     if os.environ.get("LAB_DATA_DIR"):
         return Path(os.environ["LAB_DATA_DIR"])
-    if os.environ.get("SPACE_ID") and os.access("/data", os.W_OK):
-        return Path("/data/lm-lab")
     return Path.home() / ".local" / "share" / "lm-lab"
 
 
@@ -135,6 +137,7 @@ class Store:
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         # SQLite has one writer at a time: threads take turns here instead of retrying on "database is locked".
         self._write_lock = threading.Lock() if self.sqlite else None
+        self.committed = None  # called after each committed write (backup.attach: the bucket's copy is behind)
         try:
             self.migrate()
         except sa.exc.OperationalError as exc:
@@ -148,6 +151,8 @@ class Store:
         else:
             with self._write_lock, self.engine.begin() as connection:
                 yield connection
+        if self.committed is not None:  # only after a commit (an exception skips this)
+            self.committed()
 
     def migrate(self) -> None:
         """Bring the schema to SCHEMA_VERSION, one migration at a time; front-ends starting together take
@@ -345,13 +350,17 @@ _store_lock = threading.Lock()
 
 
 def get() -> Store:
-    """The process's store, opened on first use (the app's start does not wait for a database)."""
+    """The process's store, opened on first use (the app's start does not wait for a database). A missing
+    SQLite file comes back from LAB_BACKUP_DIR first, and is copied there after each change from then on."""
     global _store
     if _store is None:
         with _store_lock:
             if _store is None:
                 started = time.perf_counter()
-                _store = Store()
+                url = database_url()
+                backup.restore_if_missing(url)
+                _store = Store(url)
+                backup.attach(_store)
                 log.info("class database %s ready in %.2f s", shown_url(_store.url), time.perf_counter() - started)
     return _store
 
@@ -361,5 +370,6 @@ def reset() -> None:
     global _store
     with _store_lock:
         if _store is not None:
+            backup.stop()
             _store.engine.dispose()
         _store = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from labs.classroom import presets, sessions, views
+from labs.classroom import backup, presets, sessions, views
 from labs.core.models import models
 from labs.core.ui import ui
 
@@ -24,6 +24,9 @@ def build_start() -> tuple[gr.Column, gr.Textbox, gr.Button]:
     with gr.Column() as start_box:
         gr.Markdown("### Lecturer: start a class\nThe class joins from their phones with a code, a link or a QR "
                     "code; you ask, they answer, you reveal their answers beside the model's.")
+        note = backup.lecturer_note()  # what a restart of this server does to a class (nothing on a laptop)
+        if note:
+            gr.Markdown(note, elem_id="lab-class-restart-note")
         with gr.Row():
             title = gr.Textbox(label="Title (shown to the class)", placeholder="Week 6: pre-trained language models",
                                max_length=sessions.MAX_TITLE_CHARS, scale=3)
