@@ -29,12 +29,13 @@ import gradio as gr  # noqa: E402
 
 from labs.attention import tab as attention  # noqa: E402
 from labs.choosing import tab as choosing  # noqa: E402
-from labs.classroom import poll_route  # noqa: E402
+from labs.classroom import backup, poll_route  # noqa: E402
+from labs.classroom import store as class_store  # noqa: E402
 from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, tab_bar
 from labs.core.ui import status, theme, ui
-from labs.core.work import endpoints, ray_backend, ray_passes, services
+from labs.core.work import endpoints, ray_backend, ray_passes, services, zerogpu
 from labs.core.work.endpoints import Endpoint
 from labs.cost import tab as cost  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
@@ -84,6 +85,7 @@ def declared_endpoints() -> dict[str, tuple[Endpoint, ...]]:
 
 
 def build_app() -> gr.Blocks:
+    zerogpu.install()  # on ZeroGPU: the GPU calls, before the app launches (spaces reports them at start)
     declared = declared_endpoints()
     services.offer(endpoint for group in declared.values() for endpoint in group)  # the workbook calls them by name
     fast_sessions.install()
@@ -129,6 +131,8 @@ def main() -> None:
     offline_cache.remove_partials()  # a conversion killed last time left half a model behind
     if ray_backend.enabled():  # LAB_RAY_ADDRESS: Ray and Serve start now, not at the first student's click
         threading.Thread(target=ray_passes.start_serve, name="ray start", daemon=True).start()
+    if backup.folder() is not None:  # LAB_BACKUP_DIR: a restarted Space's classes come back from the bucket now
+        threading.Thread(target=class_store.get, name="class restore", daemon=True).start()
     demo = build_app()
     gc.freeze()  # the app's own objects live until it stops: the garbage collector need not walk them
     demo.launch(

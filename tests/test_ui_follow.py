@@ -14,7 +14,7 @@ import pytest
 from conftest import run_async
 
 from labs.core.ui import ui
-from labs.core.work.jobs import LEFT, JobGone, Queued
+from labs.core.work.jobs import LEFT, Job, JobGone, Queued
 from labs.finetune import tab_run
 from labs.finetune.training import Eval, Step
 
@@ -24,6 +24,7 @@ class ScriptedTicket:
 
     def __init__(self, script: list, behind_at: frozenset = frozenset()):
         self.script, self.behind_at, self.position, self.left = script, behind_at, 0, 0
+        self.job = Job("scripted", None, None, 1)  # where it ran: nothing to say (not on ZeroGPU)
 
     @property
     def behind(self) -> bool:

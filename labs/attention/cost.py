@@ -180,7 +180,8 @@ def attention_cost(loaded) -> AttentionCost:
     """The curve for this model: measured once per server, shared by everyone who asks."""
     loaded = models.load(loaded, *FAMILIES)
     layers.architecture_of(loaded)  # a clear message before anything is measured
-    return JOBS.shared("attention_cost", (loaded.name, loaded.head), lambda: _attention_cost(loaded))
+    return JOBS.shared("attention_cost", (loaded.name, loaded.head), lambda: _attention_cost(loaded),
+                       gpu_units=len(LENGTHS) * 10)  # on ZeroGPU, measured on the GPU
 
 
 def attention_cost_json(model: str) -> dict:

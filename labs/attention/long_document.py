@@ -118,7 +118,8 @@ def _prototypes(loaded) -> Prototypes:
 
 def prototypes(loaded) -> Prototypes:
     """Built once per model and server, shared."""
-    return JOBS.shared("long_document_prototypes", (loaded.name, loaded.head), lambda: _prototypes(loaded))
+    return JOBS.shared("long_document_prototypes", (loaded.name, loaded.head), lambda: _prototypes(loaded),
+                       gpu_units=100)  # 352 reviews encoded: on ZeroGPU, in a GPU call
 
 
 def windows(n: int, content: int) -> dict[str, list[tuple[int, int]]]:

@@ -171,7 +171,7 @@ def comparison_json(plan: Plan, results: list[RunResult], adapter: dict, lora: d
             "course": [{"document": where, "section": title, "quote": quote} for where, title, quote in COURSE]}
 
 
-JOBS.kind("adapters_lora", seconds_per_unit=SECONDS_PER_STEP)
+JOBS.kind("adapters_lora", seconds_per_unit=SECONDS_PER_STEP, gpu=True)
 
 
 def ticket(plan: Plan, owner: str | None = None, page: bool = False) -> Ticket:

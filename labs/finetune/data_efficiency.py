@@ -87,7 +87,7 @@ def curve_json(plan: list[Settings], data, results: list[RunResult]) -> dict:
             "course": {"document": LECTURE, "slide": SLIDE, "lines": list(WORKED_EXAMPLE)}}
 
 
-JOBS.kind("data_efficiency", seconds_per_unit=SECONDS_PER_STEP)
+JOBS.kind("data_efficiency", seconds_per_unit=SECONDS_PER_STEP, gpu=True)
 
 
 def ticket(plan: list[Settings], data, owner: str | None = None, page: bool = False) -> Ticket:

@@ -91,7 +91,7 @@ def run_both(pair: tuple[Settings, Settings], stop=None) -> Iterator:
             return
 
 
-JOBS.kind("recipes", seconds_per_unit=0.25)
+JOBS.kind("recipes", seconds_per_unit=0.25, gpu=True)
 
 
 def ticket(pair: tuple[Settings, Settings], owner: str | None = None) -> Ticket:

@@ -59,10 +59,11 @@ def receive_kept(event):
     return result
 
 
-# With Ray, a run trains on a worker and its last event brings the trained model back ("try your model").
+# With Ray or ZeroGPU, a run trains in another process and its last event brings the trained model back ("try
+# your model"); on ZeroGPU the runs (and every training panel's jobs) are GPU calls (labs.core.work.zerogpu).
 JOBS.kind("finetune", seconds_per_unit=SECONDS_PER_STEP, still_valid=_still_whole, to_wire=ship_kept,
-          from_wire=receive_kept)
-JOBS.kind("compare", seconds_per_unit=SECONDS_PER_STEP)
+          from_wire=receive_kept, gpu=True)
+JOBS.kind("compare", seconds_per_unit=SECONDS_PER_STEP, gpu=True)
 
 
 def data_key(data) -> str:

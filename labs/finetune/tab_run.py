@@ -145,7 +145,8 @@ def run_views(ticket, live: report.LiveRun) -> tuple:
         views = _views.get(ticket.job)
         if views is None:
             main = live.finished[0]
-            views = _views[ticket.job] = (stopped() if main.stopped else ui.DONE, live.final_figure(),
+            done = ui.progress_html(1, f"Done. {ticket.job.served}") if ticket.job.served else ui.DONE
+            views = _views[ticket.job] = (stopped() if main.stopped else done, live.final_figure(),
                                           live.summary(), sample_frame(main), training.experiment_json(live.finished))
         return views
 
@@ -157,11 +158,13 @@ def queued_words(place: Queued, ticket) -> str:
 
 
 def shared_words(ticket) -> str:
-    """Who else follows this run: a class pressing the same button trains once."""
+    """Who else follows this run (a class pressing the same button trains once), and where it runs when that is
+    worth saying (ZeroGPU: on the GPU, or on the CPU when the GPU time is used up)."""
     others = len(ticket.job.followers) - 1
     if ticket.from_store:
         return "the same run was trained a moment ago; here is its result"
-    return f"shared with {others} other student{'s' if others != 1 else ''}" if others > 0 else ""
+    shared = f"shared with {others} other student{'s' if others != 1 else ''}" if others > 0 else ""
+    return " · ".join(words for words in (shared, ticket.job.served) if words)
 
 
 _figures = cachetools.LRUCache(16)  # (job, events seen) -> the live figure: followers at one point share it

@@ -218,7 +218,7 @@ def run(plan: Plan, stop=None) -> Iterator:
     yield result
 
 
-JOBS.kind("ulmfit", seconds_per_unit=SECONDS_PER_STEP)
+JOBS.kind("ulmfit", seconds_per_unit=SECONDS_PER_STEP, gpu=True)
 
 
 def units(plan: Plan) -> int:

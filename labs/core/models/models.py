@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 from labs.core.errors import BadInput
 from labs.core.models import offline_cache
+from labs.core.models.device import in_gpu_call, on_zero_gpu, pick_device  # noqa: F401  (re-exported too)
 from labs.core.models.offered import (  # noqa: F401  (re-exported: the labs' one import for models)
     choice_names,
     choices,
@@ -64,6 +64,11 @@ class LoadedModel:
     def __post_init__(self):
         self.head = self.head or DEFAULT_HEAD[self.choice.family]
 
+    def __reduce__(self):
+        """A loaded model crosses processes by name (a ZeroGPU call, a Ray task): the other side loads, or already
+        holds, the same checkpoint with the same head, instead of receiving its weights in a pickle."""
+        return load_by_key, (self.choice.name, self.head)
+
     @property
     def name(self) -> str:
         return self.choice.name
@@ -88,20 +93,6 @@ class LoadedModel:
         (T5's relative positions have no table)."""
         positions = getattr(self.model.config, "max_position_embeddings", None) or 10**9
         return min(self.tokenizer.model_max_length, positions)
-
-
-def pick_device() -> str:
-    """LAB_DEVICE if set, else cuda, then mps, then cpu."""
-    wanted = os.environ.get("LAB_DEVICE", "").strip()
-    if wanted:
-        return wanted
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
 
 
 # ---------------------------------------------------------------- loading
@@ -181,7 +172,7 @@ def load(name, *families: str, head: str = "") -> LoadedModel:
     check_family(choice, families)
     key = (choice.name, check_head(choice, head))
     if key in _loaded:
-        return _loaded[key]
+        return _on_call_device(key) if in_gpu_call() else _loaded[key]
     with _load_lock:
         if key not in _loaded:
             started = time.perf_counter()
@@ -200,6 +191,28 @@ def load(name, *families: str, head: str = "") -> LoadedModel:
             # times in a class's burst of requests); frozen, they are left out of its passes.
             gc.freeze()
         return _loaded[key]
+
+
+def new_load_lock() -> None:
+    """In a ZeroGPU worker (labs.core.work.zerogpu): another thread of the app may have held the lock at the fork,
+    and that thread does not exist here."""
+    global _load_lock
+    _load_lock = threading.Lock()
+
+
+def _on_call_device(key: tuple[str, str]) -> LoadedModel:
+    """In a ZeroGPU worker: the model the app had loaded (on the CPU, inherited by the fork), moved to this call's
+    GPU once; the move stays in the worker, as everything a GPU call changes in memory does."""
+    loaded, device = _loaded[key], pick_device()
+    if loaded.device != device:
+        loaded.model.to(device)
+        loaded.device = device
+    return loaded
+
+
+def load_by_key(name: str, head: str) -> LoadedModel:
+    """What an unpickled LoadedModel becomes: the same model loaded in this process (see LoadedModel.__reduce__)."""
+    return load(name, head=head)
 
 
 def require_trained_head(loaded: LoadedModel) -> LoadedModel:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from labs.core.models import models, offline_cache
+from labs.core.work import zerogpu
 
 
 def describe_models() -> dict:
@@ -28,5 +29,7 @@ def status_line() -> str:
     line = f"Device: {models.pick_device()} · {online} · Loaded models: {loaded}"
     if os.environ.get("SPACE_ID"):  # set by Hugging Face Spaces
         line = f"Running on the Hugging Face Space {os.environ['SPACE_ID']} · {line}"
+    if zerogpu.enabled():
+        line = f"{line} · {zerogpu.SERVED.words()}"
     problems = offline_cache.notes() + [f"LAB_EXTRA_MODELS: left out {s}" for s in models.skipped_extra_models()]
     return "\n\n".join([line] + [f"⚠️ {p}" for p in problems])

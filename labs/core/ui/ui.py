@@ -18,7 +18,7 @@ from labs.core.errors import message_for
 from labs.core.models import models
 from labs.core.ui import figure_text, links
 from labs.core.ui.escape import esc, md  # noqa: F401  (the tabs use ui.esc and ui.md)
-from labs.core.work import jobs
+from labs.core.work import jobs, zerogpu
 from labs.core.work.endpoints import Endpoint
 
 ASSETS = Path(__file__).resolve().parents[3] / "assets"  # labs/core/ui/ui.py -> the repository root
@@ -88,9 +88,21 @@ def friendly(fn, *, for_browser: bool = True):
     """Show a handler's failures as a message in the UI (escaped: the toast renders HTML), or, with
     for_browser=False (API endpoints), as a plain-text error for the client. Works for plain
     functions and for generators (streaming handlers), whose failures come while they run.
-    For the browser, every chart it returns gets its text alternative (figure_text), if its lab gave none."""
-    shown = figure_text.ensure_in if for_browser else (lambda value: value)
+    For the browser, every chart it returns gets its text alternative (figure_text), if its lab gave none, and a
+    request that ran on the CPU because ZeroGPU refused it says so in one line (a toast)."""
+    shown = _with_gpu_note(figure_text.ensure_in) if for_browser else (lambda value: value)
     return each_value(fn, shown, lambda exc: to_gr_error(exc, for_browser=for_browser))
+
+
+def _with_gpu_note(transform):
+    """transform, after which the note of labs.core.work.zerogpu (this request's GPU call ran on the CPU) is shown once."""
+    def shown(value):
+        note = zerogpu.note_var.get()
+        if note:
+            zerogpu.note_var.set(None)
+            gr.Warning(note)
+        return transform(value)
+    return shown
 
 
 def wire(triggers, fn, inputs=None, outputs=None, **kwargs):
@@ -126,6 +138,7 @@ class Follow:
         self.ticket, self.step_words, self.every = ticket, step_words, every
         self.events: list = []
         self.gone: jobs.JobGone | None = None
+        self.served = ""  # where the job runs, once said (ZeroGPU: on the GPU, or why on the CPU)
 
     def waiting(self, place: jobs.Queued) -> str:
         return progress_html(None, html.escape(f"Waiting for the training slot: {place.words()}."))
@@ -138,13 +151,23 @@ class Follow:
                 elif hasattr(event, "total_steps"):  # a training step
                     if event.step % self.every == 1 and not self.ticket.behind:
                         fraction, words = self.step_words(event, self.events)
-                        yield progress_html(fraction, html.escape(words))
+                        yield progress_html(fraction, html.escape(self._with_served(words)))
                 else:
                     self.events.append(event)
         except jobs.JobGone as gone:
             self.gone = gone
         finally:
             self.ticket.leave()  # a closed page leaves the job now (leave is idempotent)
+
+    def _with_served(self, words: str) -> str:
+        """The progress line, and where the job runs when that is worth saying; a run the GPU refused is also said
+        once in a toast."""
+        served = self.ticket.job.served
+        if served and served != self.served:
+            self.served = served
+            if served != zerogpu.GPU_WORDS:
+                gr.Warning(served)
+        return f"{words} {served}" if served else words
 
     def gone_html(self) -> str:
         return progress_html(None, html.escape(str(self.gone)))

@@ -21,165 +21,28 @@ No gradio here: the labs' handlers and API functions follow a `Ticket` (for ... 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
+import functools
 import logging
-import math
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 import cachetools
 
-from labs.core.errors import LabError
-from labs.core.work import ray_backend, ray_jobs
+from labs.core.models import device
+from labs.core.work import ray_backend, ray_jobs, zerogpu
+from labs.core.work.tickets import LEFT, REPLACED, Job, JobGone, Queued, Ticket, format_seconds  # noqa: F401
 
 log = logging.getLogger(__name__)
 
 STORE_SIZE = 64  # finished jobs kept (their events: a run's steps and results, a few KB each)
-QUEUE_REFRESH_S = 5.0  # a waiting follower's estimate is refreshed at least this often
 # The student a job is asked for: set by the Gradio side (the session), read when a job is submitted.
 owner_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("lab_job_owner", default=None)
-
-
-@dataclass(frozen=True)
-class Queued:
-    """A waiting job's place: `ahead` jobs run or wait before it; it should start in about `eta_s` s."""
-    ahead: int
-    eta_s: float
-
-    def words(self) -> str:
-        runs = "run" if self.ahead == 1 else "runs"
-        return f"{self.ahead} {runs} ahead of yours, about {format_seconds(self.eta_s)}"
-
-    def to_json(self) -> dict:
-        return {"status": "queued", "ahead": self.ahead, "eta_s": round(self.eta_s, 1)}
-
-
-def format_seconds(seconds: float) -> str:
-    seconds = max(1, round(seconds))
-    return f"{seconds} s" if seconds < 90 else f"{math.ceil(seconds / 60)} min"
-
-
-class JobGone(LabError):
-    """This follower left the job (Stop, or asked for another job while this one waited)."""
-
-
-REPLACED = "Replaced by your newer request: one waiting job per student. Wait for a result before asking again."
-LEFT = "You left this job (Stop)."
-
-
-class Job:
-    WAITING, RUNNING, DONE, FAILED, STOPPED, CANCELLED = "waiting", "running", "done", "failed", "stopped", "cancelled"
-
-    def __init__(self, kind: str, key, work: Callable, units: float):
-        self.kind, self.key, self.work, self.units = kind, key, work, units
-        self.state = Job.WAITING
-        self.events: list = []
-        self.error: BaseException | None = None
-        self.control = threading.Event()  # set: nobody follows any more, stop after the current step
-        self.followers: set[Ticket] = set()
-        self.started = self.finished = None
-        self.asked = time.monotonic()
-
-    @property
-    def over(self) -> bool:
-        return self.state in (Job.DONE, Job.FAILED, Job.STOPPED, Job.CANCELLED)
-
-    def elapsed(self) -> float:
-        return 0.0 if self.started is None else (self.finished or time.monotonic()) - self.started
-
-
-class Ticket:
-    """One student following one job. Iterate it (sync or async) for `Queued` places while the job
-    waits, then the job's events from its first; it ends after the last event, raises the job's error,
-    or raises JobGone if the student left."""
-
-    def __init__(self, jobs: "Jobs", job: Job, owner: str | None, joined: bool, from_store: bool):
-        self.jobs, self.job, self.owner = jobs, job, owner
-        self.joined, self.from_store = joined, from_store  # joined a job in flight / got a kept result
-        self.replaced = False  # this request replaced the same student's earlier waiting job
-        self.replaced_by: str | None = None  # left because the student asked for another job (of this kind)
-        self.left = False
-        self.cursor = 0
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
-
-    @property
-    def behind(self) -> bool:
-        """More events are already there: the follower is catching up (no need to draw each one)."""
-        return self.cursor < len(self.job.events)
-
-    def leave(self) -> None:
-        """This student stops following (Stop, a closed page, a newer request). Idempotent."""
-        self.jobs._leave(self)
-
-    def _wake(self) -> None:
-        for loop, event in list(self._waiters):
-            loop.call_soon_threadsafe(event.set)
-
-    def _next(self, last_place: Queued | None):
-        """Under the lock: ("event", e) / ("place", Queued) / ("end", None) / ("wait", None)."""
-        job = self.job
-        if self.left:
-            raise JobGone(REPLACED if self.replaced_by else LEFT)
-        if self.cursor < len(job.events):
-            self.cursor += 1
-            return "event", job.events[self.cursor - 1]
-        if job.over:
-            if job.error is not None:
-                raise job.error
-            return "end", None
-        if job.state == Job.WAITING:
-            place = self.jobs._place(job)
-            if last_place is None or place.ahead != last_place.ahead or abs(place.eta_s - last_place.eta_s) >= 2:
-                return "place", place
-        return "wait", None
-
-    def __iter__(self) -> Iterator:
-        last = None
-        try:
-            while True:
-                with self.jobs._changed:
-                    what, value = self._next(last)
-                    if what == "wait":
-                        self.jobs._changed.wait(QUEUE_REFRESH_S)
-                        continue
-                if what == "end":
-                    return
-                if what == "place":
-                    last = value
-                yield value
-        finally:
-            self.leave()
-
-    async def __aiter__(self):
-        loop, event = asyncio.get_running_loop(), asyncio.Event()
-        with self.jobs._changed:
-            self._waiters.append((loop, event))
-        last = None
-        try:
-            while True:
-                with self.jobs._changed:
-                    event.clear()
-                    what, value = self._next(last)
-                if what == "wait":
-                    try:
-                        await asyncio.wait_for(event.wait(), QUEUE_REFRESH_S)
-                    except asyncio.TimeoutError:
-                        pass
-                    continue
-                if what == "end":
-                    return
-                if what == "place":
-                    last = value
-                yield value
-        finally:  # a closed page cancels this generator: the student leaves the job
-            self.leave()
 
 
 class Jobs:
@@ -194,6 +57,7 @@ class Jobs:
         self._store = cachetools.LRUCache(store_size)  # finished jobs, by key: the least recently asked for leave
         self._valid: dict[str, Callable] = {}  # per kind: is a kept result still usable? (its model kept)
         self._rate: dict[str, float] = {}  # per kind: measured seconds per unit of work
+        self._gpu: set[str] = set()  # the kinds a GPU speeds up: in GPU calls on ZeroGPU (labs.core.work.zerogpu)
         self._workers = 0
         self._shared: dict[Any, Future] = {}
         self.stats = {"runs": 0, "joined": 0, "from_store": 0, "replaced": 0, "cancelled": 0}
@@ -201,12 +65,15 @@ class Jobs:
     # ------------------------------------------------------------------ asking for a job
 
     def kind(self, kind: str, *, seconds_per_unit: float, still_valid: Callable | None = None,
-             to_wire: Callable | None = None, from_wire: Callable | None = None) -> None:
+             to_wire: Callable | None = None, from_wire: Callable | None = None, gpu: bool = False) -> None:
         """Declare a kind of job: a first estimate of its speed (replaced by measured runs) and, if its
-        results hold something that can be freed (a trained model), how to tell they are still whole (with Ray:
-        to_wire there and from_wire here carry it from the worker, see ray_jobs)."""
+        results hold something that can be freed (a trained model), how to tell they are still whole (with Ray
+        or ZeroGPU: to_wire there and from_wire here carry it from the worker, see ray_jobs). gpu: a GPU speeds it
+        up (training): on ZeroGPU it runs in a GPU call."""
         self._rate.setdefault(kind, seconds_per_unit)
         self._wire[kind] = (to_wire, from_wire)
+        if gpu:
+            self._gpu.add(kind)
         if still_valid is not None:
             self._valid[kind] = still_valid
 
@@ -345,8 +212,9 @@ class Jobs:
 
     def _run(self, job: Job) -> None:
         error = None
-        try:  # the work runs here, or as a Ray task when LAB_RAY_ADDRESS is set
-            work = ray_jobs.events(job, *self._wire.get(job.kind, (None, None))) if ray_backend.enabled() else None
+        try:  # the work runs here, as a Ray task when LAB_RAY_ADDRESS is set, or in a GPU call on ZeroGPU
+            work = ray_jobs.events(job, *self._wire.get(job.kind, (None, None))) if ray_backend.enabled() else \
+                self._in_gpu_call(job) if zerogpu.installed() and job.kind in self._gpu else None
             for event in work or job.work(job.control):
                 with self._changed:
                     job.events.append(event)
@@ -373,6 +241,17 @@ class Jobs:
             ticket._wake()
         self._wake_waiting()
 
+    def _in_gpu_call(self, job: Job) -> Iterator:
+        """The job's events from a ZeroGPU call, run in the context of the student who asked (whose quota pays)."""
+        to_wire, from_wire = self._wire.get(job.kind, (None, None))
+        events = zerogpu.stream(job.kind, job.work, job.control, units=job.units, to_wire=to_wire,
+                                from_wire=from_wire, on_served=lambda words: setattr(job, "served", words))
+        while True:
+            try:
+                yield job.context.run(next, events)
+            except StopIteration:
+                return
+
     def _keep(self, job: Job) -> None:
         """Under the lock: a finished job joins the store; the least recently asked for leave it."""
         self._store[job.key] = job
@@ -385,9 +264,14 @@ class Jobs:
 
     # ------------------------------------------------------------------ one call, shared
 
-    def shared(self, kind: str, key, compute: Callable[[], Any]):
+    def shared(self, kind: str, key, compute: Callable[[], Any], gpu_units: float | None = None):
         """compute() once for identical requests: the kept result, the one in flight, or computed here
-        (in the caller's thread: a curve made of batched passes is never queued behind a fine-tune)."""
+        (in the caller's thread: a curve made of batched passes is never queued behind a fine-tune). gpu_units:
+        a GPU speeds it up (attention's cost): on ZeroGPU it is computed in a GPU call of that size."""
+        if device.in_gpu_call():  # inside a ZeroGPU worker: one student's work, and this Jobs' locks were not forked
+            return compute()
+        if gpu_units is not None:
+            compute = functools.partial(zerogpu.call, kind, compute, units=gpu_units)
         key = (kind, key)
         with self._changed:
             kept = self._store.get(key)

@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from labs.core.errors import BadInput
+from labs.core.models.device import in_gpu_call
 from labs.core.models.models import LoadedModel
 from labs.core.work import ray_backend, ray_passes
 from labs.core.work.batching import Batcher, InFlight, ResultCache
@@ -75,7 +76,10 @@ def _batcher(loaded: LoadedModel, kind: str) -> Batcher:
 
 def submit(loaded: LoadedModel, kind: str, item, cost: int):
     """The result of pass `kind` for one hashable item: cached, shared with an identical request in
-    flight, or computed in the next batch with whatever else has queued (on Ray Serve when LAB_RAY_ADDRESS is set)."""
+    flight, or computed in the next batch with whatever else has queued (on Ray Serve when LAB_RAY_ADDRESS is set;
+    at once, alone, inside a ZeroGPU call, whose process has one student's work and no batcher threads)."""
+    if in_gpu_call():
+        return RUNNERS[kind](loaded, [item])[0]
     if ray_backend.enabled():
         return ray_passes.submit_many(loaded, kind, RUNNERS[kind].__module__,
                                       [((loaded.name, loaded.head, kind, item), item, cost)], ray_claims)[0]
@@ -84,6 +88,8 @@ def submit(loaded: LoadedModel, kind: str, item, cost: int):
 
 def submit_many(loaded: LoadedModel, kind: str, items: list, costs: list[int]) -> list:
     """Several items of one student's request, queued together so that they share a batch."""
+    if in_gpu_call():
+        return list(RUNNERS[kind](loaded, list(items)))
     if ray_backend.enabled():
         return ray_passes.submit_many(loaded, kind, RUNNERS[kind].__module__,
                                       [((loaded.name, loaded.head, kind, i), i, c) for i, c in zip(items, costs)],
