@@ -310,13 +310,16 @@ def test_a_stream_lost_midway_goes_on_on_the_cpu_without_repeating_an_event(tiny
 @pytest.fixture(scope="module")
 def zero_gpu_app(tiny_models):
     from gradio_client import Client
+    from test_gpu_models import ARCHITECTURES, build
     from zerogpu_emulator import DeviceAPI
 
     api, port = DeviceAPI(), free_port()
     log_path = WORK / "zerogpu-app.log"
     (WORK / "zerogpu-tmp").mkdir(exist_ok=True)
+    # A larger model (a tiny Llama standing in for SmolLM2-1.7B), which the worker may run on its CPU (LAB_DEVICE).
     env = dict(os.environ, **api.env(), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
-               TMPDIR=str(WORK / "zerogpu-tmp"), LAB_DATA_DIR=str(WORK / "zerogpu-data"))
+               TMPDIR=str(WORK / "zerogpu-tmp"), LAB_DATA_DIR=str(WORK / "zerogpu-data"), LAB_DEVICE="cpu",
+               LAB_GPU_MODELS=str(build("tiny-llama-gpu", ARCHITECTURES["tiny-llama-gpu"])))
     proc = subprocess.Popen([sys.executable, "-m", "tests.zerogpu_emulator", "app.py"], cwd=ROOT, env=env,
                             stdout=log_path.open("w"), stderr=subprocess.STDOUT)
     url, started = f"http://127.0.0.1:{port}/", time.monotonic()
@@ -382,6 +385,30 @@ def test_on_zero_gpu_a_run_trains_in_a_gpu_call_and_equals_the_run_here(zero_gpu
     s, data, scratch = training.api_settings(*args)
     here = training.experiment_json([e for e in training.run_experiment(s, data, scratch, threading.Event())
                                      if isinstance(e, training.RunResult)])
+    assert comparable(remote) == comparable(here)
+
+
+@pytest.mark.app
+@pytest.mark.slow
+def test_on_zero_gpu_a_larger_model_is_served_in_a_gpu_call_and_never_loaded_in_the_app(zero_gpu_app, monkeypatch):
+    from labs.core.models import offered
+    from labs.next_token import compute
+
+    api, client = zero_gpu_app["api"], zero_gpu_app["client"]
+    api.mode, before = "gpu", len(api.schedules)
+    remote = client.predict("The cat sat on the", "tiny-llama-gpu", api_name="/next_token")
+    assert len(api.schedules) == before + 1
+    listed = {m["name"]: m for m in client.predict(api_name="/models")["models"]}
+    assert listed["tiny-llama-gpu"]["loaded"] is False  # in the app's process: never
+    monkeypatch.setenv("LAB_GPU_MODELS", os.environ.get("LAB_GPU_MODELS", "") or str(WORK / "tiny-llama-gpu"))
+    monkeypatch.setenv("LAB_DEVICE", "cpu")
+    monkeypatch.setattr(offered, "gpu_here", lambda: True)
+    models.reset_registry()
+    try:
+        here = compute.next_token_json("The cat sat on the", "tiny-llama-gpu")
+    finally:
+        monkeypatch.undo()
+        models.reset_registry()
     assert comparable(remote) == comparable(here)
 
 

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from labs.core.errors import BadInput
-from labs.core.models import offline_cache
+from labs.core.models import fits, offline_cache
 from labs.core.models.device import in_gpu_call, on_zero_gpu, pick_device  # noqa: F401  (re-exported too)
 from labs.core.models.offered import (  # noqa: F401  (re-exported: the labs' one import for models)
     choice_names,
     choices,
     default_name,
     get_choice,
+    gpu_model_names,
     registry,
     reset_registry,
     skipped_extra_models,
@@ -177,8 +179,10 @@ def load(name, *families: str, head: str = "") -> LoadedModel:
         if key not in _loaded:
             started = time.perf_counter()
             _import_transformers()
-            model, tokenizer, untrained = _load_uncached(choice, key[1])
             device = pick_device()
+            if choice.needs_gpu:  # before a byte of its weights is read
+                _check_gpu_model(choice, key[1], device)
+            model, tokenizer, untrained = _load_uncached(choice, key[1], device)
             model.to(device).eval()
             _loaded[key] = LoadedModel(choice, model, tokenizer, device, time.perf_counter() - started,
                                        key[1], untrained)
@@ -240,12 +244,27 @@ def _from_pretrained_kwargs(choice: ModelChoice) -> dict:
     return {"local_files_only": choice.source != "hub" or not hub_online(), "trust_remote_code": False}
 
 
-def _load_uncached(choice: ModelChoice, head: str):
+GPU_ONLY = ("'{name}' runs on a GPU only, and this request could not have one{why}. Pick a smaller model, such as "
+            "SmolLM2-135M-Instruct or all-MiniLM-L6-v2.")
+
+
+def _check_gpu_model(choice: ModelChoice, head: str, device: str) -> None:
+    """A model that needs the GPU: refused where there is none (on ZeroGPU, outside a GPU call: the call was
+    refused, for instance GPU time used up) unless LAB_DEVICE names the device on purpose, and where its weights
+    do not fit (labs.core.models.fits)."""
+    if not device.startswith("cuda") and not os.environ.get("LAB_DEVICE", "").strip():
+        why = " (on ZeroGPU: GPU time for today may be used up)" if on_zero_gpu() else ""
+        raise ModelUnavailable(GPU_ONLY.format(name=choice.name, why=why))
+    fits.check(choice, model_class(head).__name__, device, _from_pretrained_kwargs(choice)["local_files_only"])
+
+
+def _load_uncached(choice: ModelChoice, head: str, device: str = "cpu"):
     try:
         if choice.gguf_file:
             model, tokenizer, untrained = _load_smollm2(choice)
         else:
-            model, tokenizer, untrained = _pretrained(choice.location, head, **_from_pretrained_kwargs(choice))
+            dtype = fits.load_dtype(choice, device) if choice.needs_gpu else None  # the others: as they always were
+            model, tokenizer, untrained = _pretrained(choice.location, head, dtype, **_from_pretrained_kwargs(choice))
     except ModelUnavailable:
         raise
     except Exception as exc:
@@ -255,13 +274,14 @@ def _load_uncached(choice: ModelChoice, head: str):
     return model, tokenizer, untrained
 
 
-def _pretrained(folder: str, head: str, **kwargs):
+def _pretrained(folder: str, head: str, dtype=None, **kwargs):
     """(model, tokenizer, the weights the checkpoint lacked: transformers initialises them at random)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+    chosen = {"dtype": dtype} if dtype is not None else {}
     model, info = model_class(head).from_pretrained(folder, attn_implementation="eager", use_safetensors=None,
-                                                    output_loading_info=True, **kwargs)
+                                                    output_loading_info=True, **chosen, **kwargs)
     return model, tokenizer, tuple(sorted(info.get("missing_keys") or ()))
 
 

@@ -3,11 +3,12 @@ fallbacks shipped in PyPI packages, and LAB_EXTRA_MODELS; built once per process
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 
 from labs.core.errors import BadInput, check_name
-from labs.core.models import extra_models
+from labs.core.models import device, extra_models
 from labs.core.models import registry as known  # by module: tests stand in for known.hub_online
 from labs.core.models.registry import ModelChoice, ModelUnavailable
 
@@ -37,8 +38,29 @@ def registry() -> dict[str, ModelChoice]:
             _skipped[:] = skipped
             for choice in known.offline_models() + extras:
                 choices.setdefault(choice.name, choice)
+            if gpu_here():  # the larger models, after the others in every menu
+                for choice in gpu_models(online):
+                    choices.setdefault(choice.name, choice)
             _registry = choices
         return _registry
+
+
+def gpu_here() -> bool:
+    """Is there a GPU for the models that need one: CUDA in this process, or ZeroGPU's calls?"""
+    return device.on_zero_gpu() or device.pick_device() == "cuda"
+
+
+def gpu_models(online: bool) -> list[ModelChoice]:
+    """The curated larger models (when the Hub is reachable or they are cached), and LAB_GPU_MODELS: Hub ids or
+    local folders a lecturer adds as GPU-only (the tests' tiny models of the same architectures)."""
+    curated = [c for c in known.GPU_MODELS if online or known.in_hub_cache(c.location)]
+    added, _ = extra_models.read(os.environ.get("LAB_GPU_MODELS", ""))  # an entry left out is logged
+    return curated + [dataclasses.replace(c, needs_gpu=True, on_demand=True) for c in added]
+
+
+def gpu_model_names() -> frozenset[str]:
+    """The names of the models offered here that need the GPU."""
+    return frozenset(name for name, c in registry().items() if c.needs_gpu)
 
 
 def reset_registry() -> None:

@@ -64,6 +64,9 @@ class ModelChoice:
     # the Space's preload list nor `./lab download`'s defaults, and loaded only when a lab or an API call asks
     # for it by name (the full model-card table does not load it).
     on_demand: bool = False
+    # Runs where a GPU is (a GPU Space, ZeroGPU, a machine with CUDA), never on the CPU: offered only there, its
+    # memory checked before it loads (labs.core.models.fits), in GPU calls on ZeroGPU (labs.core.work.zerogpu).
+    needs_gpu: bool = False
 
 
 HUB_MODELS = (
@@ -97,6 +100,20 @@ HUB_MODELS = (
                 "BART base (140M): an encoder-decoder pre-trained to reconstruct corrupted text", on_demand=True),
 )
 PRELOADED = tuple(c for c in HUB_MODELS if not c.on_demand)  # the Space's preload list, `./lab download`'s defaults
+# Larger real models, offered where a GPU is (labs.core.models.offered); a GPU Space preloads them
+# (deploy/space-gpu.yml). On a GPU they load in bfloat16: half the memory, and what a GPU computes fastest.
+GPU_MODELS = (
+    ModelChoice("HuggingFaceTB/SmolLM2-1.7B-Instruct", "causal", "hub", "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+                "SmolLM2 1.7B Instruct (Llama architecture, GPU only): the offline SmolLM2's big sibling",
+                on_demand=True, needs_gpu=True),
+    ModelChoice("Qwen/Qwen2.5-1.5B-Instruct", "causal", "hub", "Qwen/Qwen2.5-1.5B-Instruct",
+                "Qwen2.5 1.5B Instruct (GPU only): a multilingual causal LM", on_demand=True, needs_gpu=True),
+    ModelChoice("openai-community/gpt2-xl", "causal", "hub", "openai-community/gpt2-xl",
+                "GPT-2 XL (1.5B, GPU only): GPT-2 small's architecture, 48 layers", on_demand=True, needs_gpu=True),
+    ModelChoice("google-bert/bert-large-uncased", "masked", "hub", "google-bert/bert-large-uncased",
+                "BERT large, uncased (340M, GPU only): BERT base's architecture, 24 layers", on_demand=True,
+                needs_gpu=True),
+)
 
 
 # ---------------------------------------------------------------- environment

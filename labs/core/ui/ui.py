@@ -110,7 +110,7 @@ def wire(triggers, fn, inputs=None, outputs=None, **kwargs):
     `friendly`. Private by default: the API endpoints are the `api` registrations only."""
     kwargs.setdefault("api_visibility", "private")
     triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
-    return gr.on(triggers, friendly(fn) if fn is not None else None, inputs, outputs, **kwargs)
+    return gr.on(triggers, friendly(zerogpu.routed(fn)) if fn is not None else None, inputs, outputs, **kwargs)
 
 
 def by_name(fn, outputs: dict[str, gr.components.Component]):
@@ -248,7 +248,7 @@ def register(endpoints: Iterable[Endpoint]) -> None:
     for endpoint in endpoints:
         fn = endpoint.fn
         wants_request = "request" in inspect.signature(fn).parameters
-        fn = friendly(fn, for_browser=False)
+        fn = friendly(zerogpu.routed(fn), for_browser=False)  # on ZeroGPU, a larger model's call goes to the GPU
         fn = as_student(fn) if endpoint.per_student else with_request(fn) if wants_request else fn
         gr.api(fn, api_name=endpoint.name, api_description=endpoint.description, queue=endpoint.queue,
                concurrency_id=endpoint.concurrency_id, concurrency_limit=endpoint.concurrency_limit)

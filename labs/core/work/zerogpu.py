@@ -24,6 +24,8 @@ back as values, since `spaces` hands back only the class name of an exception th
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 import logging
 import os
 import tempfile
@@ -206,9 +208,10 @@ def _unpack(data: bytes):
     return value
 
 
-def call(kind: str, fn: Callable, *args, units: float = 1.0, **kwargs):
+def call(kind: str, fn: Callable, args: tuple = (), kwargs: dict | None = None, *, units: float = 1.0):
     """fn(*args, **kwargs) in a GPU call on ZeroGPU (here, at once, anywhere else, and inside a GPU call already).
     A call ZeroGPU refuses or cannot serve runs here on the CPU; note_var then says so."""
+    kwargs = kwargs or {}
     if not _installed or device.in_gpu_call():
         return fn(*args, **kwargs)
     started = time.monotonic()
@@ -267,3 +270,44 @@ def _mirror(control: threading.Event, stop_file: str, done: threading.Event) -> 
             if not done.is_set():
                 open(stop_file, "w").close()
             return
+
+
+# ---------------------------------------------------------------- the larger models (registry.GPU_MODELS)
+
+LARGE_MODEL_UNITS = 150  # a call with a larger model: its load in a fresh worker, then the work (about 30 s first)
+
+
+def routed(fn: Callable) -> Callable:
+    """fn (an endpoint, a handler), which on ZeroGPU runs whole in a GPU call when an argument names a model that
+    needs the GPU: the app's process never loads one (models.load refuses it there). Anywhere else, for every
+    other argument, and for async functions (which spaces cannot send), fn itself."""
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return fn
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def streaming(*args, **kwargs):
+            if not (_installed and _names_a_gpu_model(args, kwargs)):
+                yield from fn(*args, **kwargs)
+                return
+            work = functools.partial(_without_control, fn, args, kwargs)
+            yield from stream("large_model", work, threading.Event(), units=LARGE_MODEL_UNITS)
+
+        return streaming
+
+    @functools.wraps(fn)
+    def plain(*args, **kwargs):
+        if not (_installed and _names_a_gpu_model(args, kwargs)):
+            return fn(*args, **kwargs)
+        return call("large_model", fn, args, kwargs, units=LARGE_MODEL_UNITS)
+
+    return plain
+
+
+def _names_a_gpu_model(args: tuple, kwargs: dict) -> bool:
+    names = models.gpu_model_names()
+    return bool(names) and any(isinstance(v, str) and v in names for v in (*args, *kwargs.values()))
+
+
+def _without_control(fn: Callable, args: tuple, kwargs: dict, control) -> Iterator:
+    """A streaming handler as a GPU job's work: Stop closes its generator (spaces then stops the worker's)."""
+    return fn(*args, **kwargs)
