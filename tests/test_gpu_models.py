@@ -6,7 +6,6 @@ whole, to a GPU call, whose answer equals the one computed here."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -139,6 +138,11 @@ def test_on_zero_gpu_a_request_naming_a_larger_model_runs_whole_in_a_gpu_call(gp
     assert comparable(there) == comparable(here) and there["distribution"][0]["token"] == here["distribution"][0]["token"]
 
 
-def test_a_gpu_space_preloads_the_larger_models_and_the_defaults():
-    listed = set(re.findall(r"^  - (\S+) ", (ROOT / "deploy" / "space-gpu.yml").read_text(), re.M))
-    assert {c.location for c in registry.GPU_MODELS + registry.PRELOADED} <= listed
+def test_a_gpu_space_preloads_the_larger_models_and_the_lectures_defaults():
+    import yaml
+
+    listed = [entry.split()[0] for entry in yaml.safe_load((ROOT / "deploy" / "space-gpu.yml").read_text())[
+        "preload_from_hub"]]
+    assert len(listed) <= 10  # Spaces preload at most 10 repositories (tests/test_app.py)
+    assert {c.location for c in registry.GPU_MODELS} | {"bert-base-uncased", "gpt2", "t5-small"} <= set(listed)
+    assert set(listed) <= {c.location for c in registry.GPU_MODELS + registry.PRELOADED}

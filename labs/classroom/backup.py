@@ -74,12 +74,30 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def lecturer_note(environ=None) -> str:
-    """One plain line for the lecturer about what a restart does to their class; empty where it keeps it."""
+NOT_A_BUCKET_NOTE = ("LAB_BACKUP_DIR is on this Space's own disk, not on a mounted storage bucket: a restart wipes the "
+                     "copies with the classes. Attach a bucket at that folder (see docs/hosting.md).")
+
+
+def on_the_same_disk(dest: Path, data: Path) -> bool:
+    """Is the backup folder on the filesystem that holds the database (no bucket mounted there: a duplicated Space
+    keeps the variable but not its bucket)?"""
+    def filesystem(path: Path) -> int:
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        return path.stat().st_dev
+    return filesystem(dest.resolve()) == filesystem(data.resolve())
+
+
+def lecturer_note(environ=None, data: Path | None = None) -> str:
+    """One plain line for the lecturer about what a restart does to their class (`data`: the database's folder);
+    empty where it keeps it."""
     env = os.environ if environ is None else environ
     if env.get("LAB_CLASS_DB", "").strip():  # a database server of its own keeps the classes
         return ""
-    if folder(env) is not None:
+    dest = folder(env)
+    if dest is not None and env.get("SPACE_ID") and data is not None and on_the_same_disk(dest, data):
+        return NOT_A_BUCKET_NOTE
+    if dest is not None:
         every = interval(env)
         measured = f"; measured: {MEASURED_LOSS_S:g} s at most" if every == DEFAULT_INTERVAL_S else ""
         return (f"Classes are copied to the storage bucket every {every:g} s: a restart (a crash, a push, waking "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from labs.classroom import backup, presets, sessions, views
+from labs.classroom import backup, presets, sessions, store, views
 from labs.core.models import models
 from labs.core.ui import ui
 
@@ -24,7 +24,7 @@ def build_start() -> tuple[gr.Column, gr.Textbox, gr.Button]:
     with gr.Column() as start_box:
         gr.Markdown("### Lecturer: start a class\nThe class joins from their phones with a code, a link or a QR "
                     "code; you ask, they answer, you reveal their answers beside the model's.")
-        note = backup.lecturer_note()  # what a restart of this server does to a class (nothing on a laptop)
+        note = backup.lecturer_note(data=store.data_dir())  # what a restart does to a class (nothing on a laptop)
         if note:
             gr.Markdown(note, elem_id="lab-class-restart-note")
         with gr.Row():

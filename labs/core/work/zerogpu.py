@@ -47,9 +47,11 @@ NO_GPU_WORDS = "No GPU was free for this; it ran on the CPU."
 GPU_WORDS = "Ran on the GPU (ZeroGPU)."
 # What a call asks for: the start of a worker and its models' move to the GPU, then the work at the measured
 # speed, twice over (a call that outruns its duration is stopped by ZeroGPU); never past MAX_SECONDS, which
-# ZeroGPU refuses for a free account ("ZeroGPU illegal duration").
-START_SECONDS = 15.0
-MIN_SECONDS, MAX_SECONDS = 20, int(os.environ.get("LAB_GPU_MAX_SECONDS", "120"))
+# ZeroGPU refuses for a free account ("ZeroGPU illegal duration"). As little as that: a call is admitted only if
+# what it asks for (times 1.5 on ZeroGPU's default GPU, spaces' configs.json) fits in the visitor's quota left,
+# 2 minutes a day for a visitor not signed in (docs/hosting.md).
+START_SECONDS = 10.0
+MIN_SECONDS, MAX_SECONDS = 10, int(os.environ.get("LAB_GPU_MAX_SECONDS", "120"))
 SECONDS_PER_UNIT = 0.05  # a first guess of a training step on a GPU (MiniLM, batch 16); replaced by measured calls
 
 # The student's one-line note about where their request ran (set when it ran elsewhere than it would have).
