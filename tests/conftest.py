@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
+import json
 import os
 import shutil
 import socket
@@ -355,6 +357,30 @@ def run_async(coroutine, timeout: float = 30):
 LABS = sorted(p.parent.name for p in (ROOT / "labs").glob("*/__init__.py") if p.parent.name != "core")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--write-durations", action="store_true",
+                     help="write each test's and each file's seconds to tests/durations.json (./lab test --durations)")
+
+
+_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown, added up (with two workers, the reports reach the main process)."""
+    _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    if not session.config.getoption("--write-durations", False) or hasattr(session.config, "workerinput"):
+        return
+    files: dict[str, float] = {}
+    for nodeid, seconds in _seconds.items():
+        files[nodeid.split("::")[0]] = files.get(nodeid.split("::")[0], 0.0) + seconds
+    ranked = lambda table: dict(sorted(((k, round(v, 2)) for k, v in table.items()), key=lambda kv: -kv[1]))  # noqa: E731
+    DURATIONS.write_text(json.dumps({"written": time.strftime("%Y-%m-%d"), "tests_seconds": round(sum(files.values())),
+                                     "files": ranked(files), "tests": ranked(_seconds)}, indent=1) + "\n")
+
+
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(WorkerGroups(), "lab-worker-groups")
@@ -394,8 +420,18 @@ def tier_markers(fixtures, module_name: str) -> set[str]:
 
 # ---------------------------------------------------------------- two workers (pytest-xdist, `./lab test`)
 
-# A rough cost per test, by tier, to start the longest files first (the last file to start sets the end).
+# A rough cost per test, by tier, for a file the last measured run did not have (tests/durations.json has the
+# seconds each file took: the longest files start first, and the last file to start sets the end).
 TIER_COST = {"slow": 60, "browser": 20, "ray": 15, "postgres": 5, "app": 3}
+DURATIONS = Path(__file__).resolve().parent / "durations.json"  # `./lab test --durations` writes it
+
+
+def measured_seconds() -> dict[str, float]:
+    """Each test file's seconds in the last measured whole run (tests/durations.json), by its path."""
+    try:
+        return json.loads(DURATIONS.read_text())["files"]
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 def worker_group(nodeid: str) -> str:
@@ -406,10 +442,11 @@ def worker_group(nodeid: str) -> str:
 
 
 def costliest_first(items) -> None:
-    cost: dict[str, float] = {}
+    measured, cost, tests_in = measured_seconds(), {}, collections.Counter(i.nodeid.split("::")[0] for i in items)
     for item in items:
-        group = worker_group(item.nodeid)
-        cost[group] = cost.get(group, 0) + max([TIER_COST.get(m.name, 0.2) for m in item.iter_markers()] + [0.2])
+        group, file = worker_group(item.nodeid), item.nodeid.split("::")[0]
+        guess = max([TIER_COST.get(m.name, 0.2) for m in item.iter_markers()] + [0.2])
+        cost[group] = cost.get(group, 0) + (measured[file] / tests_in[file] if file in measured else guess)
     items.sort(key=lambda item: (-cost[worker_group(item.nodeid)], worker_group(item.nodeid)))  # stable
 
 
