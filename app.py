@@ -97,6 +97,11 @@ def build_app() -> gr.Blocks:
             gr.Markdown(HEADER)
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
         status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
+        if zerogpu.enabled():  # GPU time is a quota per visitor: signed in, a student has a share of their own
+            with gr.Row(elem_id="lab-sign-in"):
+                gr.Markdown(zerogpu.SIGN_IN_WORDS)
+                if os.environ.get("OAUTH_CLIENT_ID"):  # the Space's card asks for Hugging Face sign-in (hf_oauth)
+                    gr.LoginButton(size="sm", scale=0)
         link_notes = gr.Markdown(elem_id="lab-link-notes")
         classroom.build_student_panel(demo)  # a student in a class (?class=CODE) sees the question first
         groups = []

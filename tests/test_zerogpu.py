@@ -431,6 +431,7 @@ def test_on_zero_gpu_a_spent_quota_runs_on_the_cpu_and_the_page_says_so_in_one_l
                   wait_until="load")
         page.get_by_role("tab", name="Fine-tune", exact=True).wait_for()
         expect(page.locator("#lab-status")).to_contain_text("ZeroGPU: training")
+        expect(page.locator("#lab-sign-in")).to_contain_text("signed in to Hugging Face, you have your own share")
         page.get_by_role("button", name="Fine-tune", exact=True).click()
         expect(page.locator("#ft-progress")).to_contain_text(f"Done. {zerogpu.QUOTA_WORDS}", timeout=240000)
         page.locator("#ft-progress").scroll_into_view_if_needed()

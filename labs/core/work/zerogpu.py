@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 QUOTA_WORDS = "GPU time for today is used up; this ran on the CPU."
 NO_GPU_WORDS = "No GPU was free for this; it ran on the CPU."
 GPU_WORDS = "Ran on the GPU (ZeroGPU)."
+SIGN_IN_WORDS = ("Training here runs on a GPU lent for a few minutes a day per visitor: signed in to Hugging Face, you "
+                 "have your own share; not signed in, everyone on the same network shares one. Without it, the CPU "
+                 "does the work.")
 # What a call asks for: the start of a worker and its models' move to the GPU, then the work at the measured
 # speed, twice over (a call that outruns its duration is stopped by ZeroGPU); never past MAX_SECONDS, which
 # ZeroGPU refuses for a free account ("ZeroGPU illegal duration"). As little as that: a call is admitted only if
