@@ -78,10 +78,18 @@ def on_tokens_only(model_name, text):
     return tokens_html(compute.tokens_only(model_name, text))
 
 
+LEFT_TITLE_CHARS = 22  # the words that fit after "sees only" on a line of the narrow right-hand column
+
+
 def left_figure(out: dict):
+    """The causal LM's guesses, titled with what it sees: the model on one line, the words on the next (their end,
+    where the blank is, when they are long: a title wider than its column is cut on both sides)."""
     context = out["context"] or "(nothing: the blank is the first word)"
+    tail = context[-(LEFT_TITLE_CHARS - 1):]
+    shown = context if len(context) <= LEFT_TITLE_CHARS else "…" + (tail.split(" ", 1)[-1] if " " in tail else tail)
+    title = plots.safe(out["model"]) + "<br>" + plots.safe(f"sees only “{shown}”")
     return plots.bar_chart([p["token"] for p in out["predictions"]], [p["prob"] for p in out["predictions"]],
-                           title=plots.safe(f"{out['model']} sees only: “{context}”"), colors=plots.GREEN)
+                           title=title, colors=plots.GREEN)
 
 
 def on_left(text, causal_name, top_k):

@@ -32,7 +32,10 @@ async def call(name: str, **kwargs):
 
 
 def top_words(predictions: list[dict], n: int = 5) -> str:
-    return ", ".join(f"{md(p['token'].strip())} ({p['prob']:.0%})" for p in predictions[:n])
+    """The model's first guesses; a guess that is only white space shows as ␣ (a space) or ↵ (a new line)."""
+    def readable(token: str) -> str:
+        return token.strip() or token.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+    return ", ".join(f"{md(readable(p['token']))} ({p['prob']:.0%})" for p in predictions[:n])
 
 
 def rank_of(word: str, predictions: list[dict]) -> str:
