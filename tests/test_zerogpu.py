@@ -298,10 +298,11 @@ def test_a_stream_lost_midway_goes_on_on_the_cpu_without_repeating_an_event(tiny
             yield item
 
     monkeypatch.setattr(zerogpu, "_gpu_stream", lost_after_two)
-    served = []
+    served, asked_before = [], zerogpu.seconds_for("finetune", 400)
     events = list(zerogpu.stream("finetune", work, threading.Event(), on_served=served.append))
     assert events == list(work(None))
     assert served == [zerogpu.GPU_WORDS, zerogpu.NO_GPU_WORDS]
+    assert zerogpu.seconds_for("finetune", 400) > asked_before  # aborted, maybe for its duration: more next time
 
 
 # ---------------------------------------------------------------- the app on ZeroGPU (spaces' own code)

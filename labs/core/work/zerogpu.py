@@ -112,11 +112,13 @@ def fallback_words(exc: BaseException) -> str:
     return NO_GPU_WORDS
 
 
-def _fell_back(exc: BaseException) -> str:
+def _fell_back(kind: str, exc: BaseException) -> str:
     words = fallback_words(exc)
     with _lock:
         SERVED.fallbacks += 1
         SERVED.last_fallback_at, SERVED.last_fallback = time.time(), words
+        if "worker" in str(getattr(exc, "title", "")):  # aborted, maybe for outrunning its duration: ask for more
+            SERVED.rates[kind] = 2 * SERVED.rates.get(kind, SECONDS_PER_UNIT)
     log.warning("a GPU call was not served (%s: %s); running on the CPU", getattr(exc, "title", type(exc).__name__),
                 str(exc)[:200])
     return words
@@ -225,7 +227,7 @@ def call(kind: str, fn: Callable, args: tuple = (), kwargs: dict | None = None, 
     except LabError:
         raise
     except Exception as exc:  # spaces' refusals (gr.Error), a worker that died, a result that did not pickle
-        note_var.set(_fell_back(exc))
+        note_var.set(_fell_back(kind, exc))
         return fn(*args, **kwargs)
     _measured(kind, units, time.monotonic() - started)
     return result
@@ -254,7 +256,7 @@ def stream(kind: str, work: Callable, control: threading.Event, *, units: float 
     except LabError:
         raise
     except Exception as exc:
-        words = _fell_back(exc)
+        words = _fell_back(kind, exc)
         if on_served is not None:
             on_served(words)
         for n, event in enumerate(work(control)):
