@@ -195,3 +195,10 @@ def test_the_readme_is_a_short_card_that_links_every_lab_in_the_tab_bars_order(b
     docs_linked = set(re.findall(r"\]\((docs/\w+\.md)\)", body))
     assert {str(p.relative_to(ROOT)) for p in DOCS.glob("*.md")} <= docs_linked and "(CONTRIBUTING.md)" in body
     assert SUITE_LINE in body and "tests in" in body.split(SUITE_LINE, 1)[1].split("\n\n", 1)[0]
+
+
+def test_the_costliest_test_files_in_the_architecture_page_are_the_measured_ones():
+    from tools import costliest_tests
+
+    assert costliest_tests.page_with(costliest_tests.table()) == costliest_tests.PAGE.read_text(), \
+        "docs/architecture.md is out of date: python -m tools.costliest_tests"
