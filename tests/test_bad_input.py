@@ -164,11 +164,12 @@ def test_typed_html_shows_as_text_in_pop_ups_notices_and_chart_titles(page):
     page.on("request", lambda r: fetched.append(r.url) if r.url.endswith("/x") else None)
     open_tab(page, "Fill in the blank")
     page.get_by_text("Best guesses filled in").wait_for(timeout=60000)  # the first load's example
-    page.get_by_label("Your sentence (write [MASK] or ___ for a blank)").fill(f"{HOSTILE} the [MASK] sat.")
+    page.get_by_label("Your sentence (write [MASK] or ___ for a blank)").fill(f'<b id="bold">A</b> [MASK] sat. {HOSTILE}')
     page.get_by_role("button", name="Predict the blanks").click()
-    # The left-only chart's title quotes the sentence: as text, tags and all.
-    page.locator(".gtitle", has_text='<b id="bold">').wait_for(timeout=60000)
-    page.get_by_text('<a id="link"', exact=False).first.wait_for()  # "Best guesses filled in" quotes it too
+    # The left-only chart's title quotes the words before the blank (short here, so whole): as text, tags and all.
+    page.locator(".gtitle", has_text='<b id="bold">A</b>').wait_for(timeout=60000)
+    # "Best guesses filled in" quotes the tokenizer's decoding of it (spaced out): as text too.
+    page.locator("p", has_text="Best guesses filled in").filter(has_text="link").first.wait_for()
     model = page.get_by_label("Masked LM")
     model.fill(HOSTILE)
     model.press("Enter")

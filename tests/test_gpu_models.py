@@ -128,6 +128,9 @@ def test_on_zero_gpu_a_request_naming_a_larger_model_runs_whole_in_a_gpu_call(gp
         return next(forked(zerogpu._call_in_gpu, payload, seconds))
 
     monkeypatch.setattr(zerogpu, "_gpu_call", gpu_call)
+    # An earlier test in this process may have loaded it here: start from a cache without it.
+    monkeypatch.setattr(models, "_loaded", {k: v for k, v in models._loaded.items()
+                                                   if k[0] != "tiny-llama-gpu"})
     endpoint = zerogpu.routed(compute.next_token_json)
     there = endpoint("The cat sat on the", "tiny-llama-gpu")
     assert len(calls) == 1 and "tiny-llama-gpu" not in models.loaded_names()  # loaded in the worker only
