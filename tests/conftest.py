@@ -241,32 +241,32 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def page(browser, app_server):
-    """A fresh tall page on the app. Records every request that leaves localhost."""
-    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+def new_app_page(browser, app_server, viewport: dict | None = None):
+    """A fresh context's page for the app, not yet opened: open_tab opens a tab by its own link (that tab drawn,
+    not the first tab and then it), open_root the front page. Records every request that leaves localhost."""
+    context = browser.new_context(viewport=viewport or {"width": 1400, "height": 2400})
     page = context.new_page()
+    page.lab_url = app_server["url"]
     page.outside_requests = []
     page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
             else page.outside_requests.append(r.url))
-    page.goto(app_server["url"], wait_until="load")
-    page.get_by_role("tab").first.wait_for(timeout=30000)
+    return context, page
+
+
+@pytest.fixture
+def page(browser, app_server):
+    """A fresh tall page for the app (new_app_page): open_tab or open_root opens it."""
+    context, page = new_app_page(browser, app_server)
     yield page
     context.close()
 
 
 @pytest.fixture
 def patient_page(browser, app_server):
-    """conftest's page, waiting longer for the first page: on a machine other jobs keep busy, this long tab
-    (and the page) can take more than the usual 30 s to draw. Outside requests are recorded as there."""
-    context = browser.new_context(viewport={"width": 1400, "height": 2400})
-    page = context.new_page()
+    """conftest's page, waiting longer for each state: on a machine other jobs keep busy, a long tab (and the
+    page) can take more than the usual 30 s to draw."""
+    context, page = new_app_page(browser, app_server)
     page.set_default_timeout(180000)  # waits for states, never for time: only the patience is longer
-    page.outside_requests = []
-    page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
-            else page.outside_requests.append(r.url))
-    page.goto(app_server["url"], wait_until="load")
-    page.get_by_role("tab").first.wait_for()
     yield page
     context.close()
 
@@ -278,8 +278,26 @@ def tab_groups() -> list[tuple[str, list[str]]]:
     return [(title, [lab.TITLE for lab in labs]) for title, _, labs in app.GROUPS]
 
 
+def tab_id(title: str) -> str:
+    """A lab's ?tab= link id, from its title."""
+    import app
+
+    return next(lab.ID for lab in app.LABS if lab.TITLE == title)
+
+
+def open_root(page) -> None:
+    """The app's front page, as a student opens its address."""
+    page.goto(page.lab_url, wait_until="load")
+    page.get_by_role("tab").first.wait_for(timeout=30000)
+
+
 def open_tab(page, title: str) -> None:
-    """Click a lab's tab as a student does: its group first (a lab's tab shows only in its group)."""
+    """Open a lab's tab: on a page not yet opened, by the tab's own link (as a slide's link opens it); on an open
+    page, by a click as a student does, its group first (a lab's tab shows only in its group)."""
+    if page.url == "about:blank":
+        page.goto(f"{page.lab_url}?tab={tab_id(title)}", wait_until="load")
+        page.get_by_role("tab", name=title, exact=True).wait_for(timeout=30000)
+        return
     group = next((g for g, labs in tab_groups() if title in labs), None)
     if group is not None:
         page.get_by_role("tab", name=group, exact=True).click()

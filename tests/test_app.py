@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, open_tab, screenshot, tab_groups
+from conftest import ROOT, open_root, open_tab, screenshot, tab_groups
 from playwright.sync_api import expect
 
 from labs.core.models import models
@@ -29,6 +29,7 @@ def test_models_endpoint_lists_the_offline_models(client, tiny_models):
 
 
 def test_every_tab_in_its_group_in_order_and_the_status_line_says_offline(page):
+    open_root(page)
     groups = tab_groups()
     assert [labs for _, labs in groups] == TAB_GROUPS and [lab for _, labs in groups for lab in labs] == TAB_TITLES
     visible = page.get_by_role("tab")  # hidden groups' tabs are not in the accessibility tree

@@ -58,6 +58,7 @@ def test_one_layer_in_the_order_it_runs():
     assert bert.with_bias == bert.matrices == 6
 
 
+@pytest.mark.slow  # every architecture of the table, at full size: over 10 s
 def test_the_courses_figures_come_from_its_tables_and_agree_within_ten_percent():
     r = arch.architecture_specs("all", 8)
     figures = {row["name"]: row["course_params"] for row in r["rows"]}

@@ -180,6 +180,7 @@ def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
         proc.kill()
 
 
+@pytest.mark.slow  # starts two servers of the app and kills one: a minute
 def test_a_server_killed_mid_question_loses_no_answer(tiny_models):
     data = WORK / "restart-data"
     proc, url = launch({"LAB_DATA_DIR": str(data)}, "restart.log")

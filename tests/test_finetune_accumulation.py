@@ -77,6 +77,7 @@ def test_the_json_reports_equal_gradients_steps_and_less_memory_per_micro_batch(
     assert r["course"]["lines"][-1] == "gradient_accumulation_steps=8, # Effective batch size = 4 * 8 = 32"
 
 
+@pytest.mark.slow  # three accumulation runs on the real MiniLM: over 10 s
 def test_the_result_is_the_same_for_a_seed_and_the_seed_picks_the_examples():
     def without_times(r: dict) -> dict:
         drop = lambda p: {k: v for k, v in p.items() if k != "seconds"}  # noqa: E731

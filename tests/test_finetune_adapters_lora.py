@@ -126,6 +126,7 @@ def test_bad_settings_are_refused(tiny_models):
 
 
 @pytest.mark.timeout(1800)  # real weights on a shared 2-core machine: minutes when it is busy
+@pytest.mark.slow  # trains real weights
 def test_on_the_real_minilm_merged_lora_predicts_exactly_as_unmerged():
     plan = al.check_plan(models.MINILM_NAME, 64, 8, 1, 0)
     *_, result = list(al.run(plan))

@@ -92,6 +92,7 @@ def test_the_panels_words_and_table_come_from_the_result(tiny_models):
 
 
 @pytest.mark.timeout(1800)  # real weights on a shared 2-core machine: minutes when it is busy
+@pytest.mark.slow  # trains real weights
 def test_on_the_real_minilm_pre_training_is_ahead_at_few_examples():
     result = de.data_efficiency(models.MINILM_NAME, "sentiment", [8], 0)  # 5 updates of 8 reviews each
     (point,) = result["points"]

@@ -109,6 +109,7 @@ def test_an_encoder_without_a_pre_training_head_is_refused(tiny_models):
 
 
 @pytest.mark.timeout(1800)  # real weights on a shared 2-core machine: minutes when it is busy
+@pytest.mark.slow  # trains real weights
 def test_on_the_real_smollm2_a_short_middle_stage_and_a_classifier():
     import copy
 

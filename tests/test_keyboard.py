@@ -1,12 +1,23 @@
-"""The keyboard alone (Tab, Shift+Tab, Enter, Space): "Skip to the lab" is the page's first tab stop and lands in
-the open lab; every lab's input, run button and result are reached with keys, with a handful of stops at most
-between the run button and its result; an API JSON box costs one stop until it is opened; the focus ring is
-visible (3:1 against the page)."""
+"""Every lab's page on the desktop (1280×900), drawn once for all of its checks: axe-core's audit (tests/walks.py),
+then the keyboard alone (Tab, Shift+Tab, Enter, Space): every lab's input, run button and result are reached with
+keys, with a handful of stops at most between the run button and its result; an API JSON box costs one stop
+until it is opened. And: "Skip to the lab" is the page's first tab stop and lands in the open lab; the focus ring
+is visible (3:1 against the page)."""
 
 from __future__ import annotations
 
 import pytest
-from walks import DESKTOP, LABS, TABBABLE_JS, json_box_stops, keyboard_walk, open_lab
+from walks import (
+    DESKTOP,
+    LABS,
+    PAGES,
+    TABBABLE_JS,
+    assert_accessible,
+    json_box_stops,
+    keyboard_walk,
+    lab_page,
+    open_lab,
+)
 
 from labs.core.ui import theme
 
@@ -20,19 +31,23 @@ def desk(browser):
     context.close()
 
 
-@pytest.mark.parametrize("lab", LABS, ids=[lab.id for lab in LABS])
-def test_every_lab_runs_from_the_keyboard_alone(desk, app_server, tiny_models, lab):
+@pytest.mark.parametrize("lab", PAGES, ids=[lab.id for lab in PAGES])
+def test_every_lab_on_the_desktop_is_accessible_and_runs_from_the_keyboard_alone(browser, app_server, tiny_models,
+                                                                                  lab):
     # Fine-tune trains for real when its button is pressed: on the tiny model, so that the walk stays short.
     query = f"&model={tiny_models['masked']}" if lab.id == "finetune" else ""
-    open_lab(desk, app_server["url"], lab, query)
-    assert all(stops <= 1 for stops in json_box_stops(desk)), json_box_stops(desk)
-    walk = keyboard_walk(desk, lab)
-    assert walk.get("to_input") and walk.get("to_run") is not None, walk
-    assert walk.get("to_result") is not None and walk["to_result"] <= HANDFUL, walk
-    # And back: Shift+Tab returns to the run button the way it came.
-    for _ in range(walk["to_result"]):
-        desk.keyboard.press("Shift+Tab")
-    assert desk.evaluate("() => document.activeElement.innerText.trim()") == lab.run
+    with lab_page(browser, app_server["url"], lab, DESKTOP, query) as desk:
+        assert_accessible(desk, lab)  # first: the keyboard walk runs the lab
+        if not lab.run:
+            return
+        assert all(stops <= 1 for stops in json_box_stops(desk)), json_box_stops(desk)
+        walk = keyboard_walk(desk, lab)
+        assert walk.get("to_input") and walk.get("to_run") is not None, walk
+        assert walk.get("to_result") is not None and walk["to_result"] <= HANDFUL, walk
+        # And back: Shift+Tab returns to the run button the way it came.
+        for _ in range(walk["to_result"]):
+            desk.keyboard.press("Shift+Tab")
+        assert desk.evaluate("() => document.activeElement.innerText.trim()") == lab.run
 
 
 def test_a_json_box_is_one_tab_stop_until_it_is_opened_with_the_keyboard(desk, app_server):
@@ -63,9 +78,16 @@ def _hex(rgb: str) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
+@pytest.fixture(scope="module")
+def tokens_desk(browser, app_server):
+    """One desktop page on Tokens for the checks that only move the focus (they change nothing on it)."""
+    with lab_page(browser, app_server["url"], LABS[0], DESKTOP) as page:
+        yield page
+
+
 @pytest.mark.parametrize("selector", ["button.primary", "textarea", "button[role=tab]", ".lab-result-json button"])
-def test_the_focus_ring_is_visible_on_every_kind_of_control(desk, app_server, selector):
-    open_lab(desk, app_server["url"], LABS[0])
+def test_the_focus_ring_is_visible_on_every_kind_of_control(tokens_desk, selector):
+    desk = tokens_desk
     target = desk.locator(selector).locator("visible=true").first
     target.focus()
     desk.keyboard.press("Shift+Tab")

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from conftest import open_tab, screenshot
+from conftest import open_root, open_tab
 
 from labs.core.ui import links
 
@@ -103,32 +103,6 @@ def test_copy_link_gives_a_link_that_opens_the_same_example(page, app_server, ti
                            timeout=30000)
 
 
-PRESENTER_RESULTS = {"Tokens": ".lab-token-row", "Fill in the blank": ".js-plotly-plot",
-                     "Next token": "#nt-chart .js-plotly-plot", "Masks": ".js-plotly-plot",
-                     "Attention": "iframe", "Embeddings": ".js-plotly-plot", "Fine-tune": "#ft-run"}
-
-
-def test_presenter_view_keeps_every_main_result_on_the_first_screen(browser, app_server):
-    failures = []
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    try:
-        page.goto(app_server["url"] + "?present=1", wait_until="load")
-        page.wait_for_function("() => document.body.classList.contains('lab-present')")
-        for title, selector in PRESENTER_RESULTS.items():
-            open_tab(page, title)
-            main = page.locator(selector).locator("visible=true").first
-            main.wait_for(timeout=60000)
-            screenshot(page, f"presenter-{title.lower().replace(' ', '-')}")
-            box = main.bounding_box()
-            if not (box["y"] >= 0 and box["y"] + min(box["height"], 200) <= 720):
-                failures.append((title, box))
-            assert page.locator(".lab-explainer:visible, .lab-result-json:visible").count() == 0
-    finally:
-        context.close()
-    assert failures == []
-
-
 def test_results_download_as_json_csv_png_and_svg(page, tiny_models):
     open_tab(page, "Fill in the blank")
     chart = page.locator(".js-plotly-plot:visible").first
@@ -163,6 +137,7 @@ def test_the_status_line_says_when_it_runs_on_a_space(monkeypatch):
 
 
 def test_the_header_toggle_switches_presenter_view_and_keeps_it_in_the_url(page):
+    open_root(page)
     page.get_by_role("button", name="Presenter view").click()
     page.wait_for_function("() => document.body.classList.contains('lab-present')")
     assert "present=1" in page.url and not page.locator(".lab-explainer").first.is_visible()

@@ -1,13 +1,14 @@
-"""A student's phone (390×844, touch, Chromium's mobile mode): every lab opened by its link fits the width,
-shows every tab name whole, and has its default example's main result within the first two screens; the
+"""A student's phone (390×844, touch, Chromium's mobile mode): every lab opened by its link, drawn once for all of
+its checks, passes axe-core's audit (tests/walks.py), fits the width, shows every tab name whole, and has its
+default example's main result within the first two screens; the
 status line and the explainer fold behind buttons; the desktop keeps them open. The screenshots (the first
 two screens of every lab) go to tests/screenshots/phone-<lab>.png; assets/screenshots/phone/ holds a set."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import SCREENSHOTS
-from walks import LABS, PHONE, charts, open_lab, phone_figures
+from conftest import SCREENSHOTS, open_root
+from walks import CLASS, LABS, PAGES, PHONE, assert_accessible, charts, lab_page, open_lab, phone_figures
 
 SCREEN = PHONE["viewport"]["height"]
 
@@ -19,24 +20,27 @@ def phone(browser):
     context.close()
 
 
-@pytest.mark.parametrize("lab", LABS, ids=[lab.id for lab in LABS])
-def test_every_lab_fits_a_phone_with_its_main_result_in_two_screens(phone, app_server, lab):
-    open_lab(phone, app_server["url"], lab)
-    figures = phone_figures(phone, lab)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    phone.screenshot(path=str(SCREENSHOTS / f"phone-{lab.id}.png"), full_page=True,
-                     clip={"x": 0, "y": 0, "width": 390, "height": 2 * SCREEN})
-    assert figures["overflow"] <= 0, f"{lab.title} scrolls sideways by {figures['overflow']} px"
-    assert figures["cut"] == [] and figures["behind_menu"] == [], figures
-    main = phone.locator(lab.result).locator("visible=true").first.bounding_box()
-    top = main["y"] + phone.evaluate("() => scrollY")
-    # At least its first 100 px (a chart's title and top, a result's first lines) on the second screen.
-    assert top + min(main["height"], 100) <= 2 * SCREEN, f"{lab.title}'s main result starts at {top:.0f} px"
-    for chart in charts(phone):  # resized to the phone's width
-        assert chart["name"] and chart["summary"], chart
-    widths = phone.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => e.offsetParent)"
-                            ".map(e => e.getBoundingClientRect().right)")
-    assert all(right <= 390 for right in widths), widths
+@pytest.mark.parametrize("lab", PAGES, ids=[lab.id for lab in PAGES])
+def test_every_lab_on_a_phone_is_accessible_and_fits_with_its_main_result_in_two_screens(browser, app_server, lab):
+    with lab_page(browser, app_server["url"], lab, PHONE) as phone:
+        assert_accessible(phone, lab)
+        if lab is CLASS:  # the class's phone pages: tests/test_classroom_browser.py
+            return
+        figures = phone_figures(phone, lab)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        phone.screenshot(path=str(SCREENSHOTS / f"phone-{lab.id}.png"), full_page=True,
+                         clip={"x": 0, "y": 0, "width": 390, "height": 2 * SCREEN})
+        assert figures["overflow"] <= 0, f"{lab.title} scrolls sideways by {figures['overflow']} px"
+        assert figures["cut"] == [] and figures["behind_menu"] == [], figures
+        main = phone.locator(lab.result).locator("visible=true").first.bounding_box()
+        top = main["y"] + phone.evaluate("() => scrollY")
+        # At least its first 100 px (a chart's title and top, a result's first lines) on the second screen.
+        assert top + min(main["height"], 100) <= 2 * SCREEN, f"{lab.title}'s main result starts at {top:.0f} px"
+        for chart in charts(phone):  # resized to the phone's width
+            assert chart["name"] and chart["summary"], chart
+        widths = phone.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => e.offsetParent)"
+                                ".map(e => e.getBoundingClientRect().right)")
+        assert all(right <= 390 for right in widths), widths
 
 
 def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(phone, app_server):
@@ -59,6 +63,7 @@ def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(ph
 
 
 def test_the_desktop_keeps_the_explainer_and_status_open_without_fold_buttons(page):
+    open_root(page)
     assert page.locator(".lab-explainer .prose").first.is_visible()
     page.locator("#lab-status .prose").first.wait_for()
     assert page.locator(".lab-fold-toggle:visible").count() == 0

@@ -163,7 +163,8 @@ def test_every_kind_of_gpu_job_is_tested_here():
     assert set(GPU_JOB_KINDS) == JOBS._gpu
 
 
-@pytest.mark.parametrize("kind", GPU_JOB_KINDS)
+@pytest.mark.parametrize("kind", [pytest.param(kind, marks=pytest.mark.slow) if kind == "ulmfit" else kind
+                                  for kind in GPU_JOB_KINDS])  # ULMFiT's three stages: over 10 s
 def test_a_gpu_job_gives_in_a_forked_worker_the_events_it_gives_here(kind, tiny_models, monkeypatch):
     work, units = gpu_job(kind, tiny_models, monkeypatch)
     to_wire, from_wire = JOBS._wire.get(kind, (None, None))
