@@ -296,7 +296,9 @@ def open_tab(page, title: str) -> None:
     page, by a click as a student does, its group first (a lab's tab shows only in its group)."""
     if page.url == "about:blank":
         page.goto(f"{page.lab_url}?tab={tab_id(title)}", wait_until="load")
-        page.get_by_role("tab", name=title, exact=True).wait_for(timeout=30000)
+        # The page's load event selects the link's group and tab: the server answers it after whatever it is
+        # busy with, so the page's own patience (a state, not a time).
+        page.get_by_role("tab", name=title, exact=True).wait_for()
         return
     group = next((g for g, labs in tab_groups() if title in labs), None)
     if group is not None:

@@ -90,7 +90,7 @@ def test_bad_input_is_a_friendly_error(args, words):
 
 def test_curation_and_recipe_in_the_browser(page):
     """Both panels draw their first result; picking GPT-3 puts the course's values in and redraws."""
-    page.goto(page.url.split("?")[0] + "?tab=pretraining")  # a link opens the tab (and its group)
+    page.goto(page.lab_url + "?tab=pretraining")  # a link opens the tab (and its group)
     page.get_by_text("documents kept").first.wait_for(timeout=180000)
     page.get_by_role("cell", name="near-duplicate").first.wait_for(timeout=60000)
     page.get_by_text("peak (warm-up ends)").first.wait_for(timeout=60000)
