@@ -241,10 +241,10 @@ def browser():
         chromium.close()
 
 
-def new_app_page(browser, app_server, viewport: dict | None = None):
+def new_app_page(browser, app_server):
     """A fresh context's page for the app, not yet opened: open_tab opens a tab by its own link (that tab drawn,
     not the first tab and then it), open_root the front page. Records every request that leaves localhost."""
-    context = browser.new_context(viewport=viewport or {"width": 1400, "height": 2400})
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
     page = context.new_page()
     page.lab_url = app_server["url"]
     page.outside_requests = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import SCREENSHOTS, open_root
-from walks import CLASS, LABS, PAGES, PHONE, assert_accessible, charts, lab_page, open_lab, phone_figures
+from walks import CLASS, LABS, PAGES, PHONE, assert_accessible, lab_page, open_lab, phone_figures
 
 SCREEN = PHONE["viewport"]["height"]
 
@@ -36,8 +36,6 @@ def test_every_lab_on_a_phone_is_accessible_and_fits_with_its_main_result_in_two
         top = main["y"] + phone.evaluate("() => scrollY")
         # At least its first 100 px (a chart's title and top, a result's first lines) on the second screen.
         assert top + min(main["height"], 100) <= 2 * SCREEN, f"{lab.title}'s main result starts at {top:.0f} px"
-        for chart in charts(phone):  # resized to the phone's width
-            assert chart["name"] and chart["summary"], chart
         widths = phone.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => e.offsetParent)"
                                 ".map(e => e.getBoundingClientRect().right)")
         assert all(right <= 390 for right in widths), widths
