@@ -33,7 +33,7 @@ from labs.classroom import backup, poll_route  # noqa: E402
 from labs.classroom import store as class_store  # noqa: E402
 from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
-from labs.core.serving import fast_sessions, static_cache, tab_bar
+from labs.core.serving import fast_sessions, static_cache, status_route, tab_bar
 from labs.core.ui import status, theme, ui
 from labs.core.work import endpoints, ray_backend, ray_passes, services, zerogpu
 from labs.core.work.endpoints import Endpoint
@@ -97,6 +97,7 @@ def build_app() -> gr.Blocks:
             gr.Markdown(HEADER)
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
         status_box = gr.Markdown("Checking device and models…", elem_id="lab-status")
+        status_refresh = gr.Button("Refresh the status line", visible="hidden", elem_id="lab-status-refresh")
         if zerogpu.enabled():  # GPU time is a quota per visitor: signed in, a student has a share of their own
             with gr.Row(elem_id="lab-sign-in"):
                 gr.Markdown(zerogpu.SIGN_IN_WORDS)
@@ -120,9 +121,10 @@ def build_app() -> gr.Blocks:
         present.click(None, js=PRESENT_JS)
         for group in declared.values():  # the API: every lab's declared endpoints, then the app's
             ui.register(group)
-        # The status line fills in after the page is up (it may import torch), then follows loads.
-        ui.wire(demo.load, status_markdown, outputs=status_box, queue=False)
-        ui.wire(gr.Timer(5).tick, status_markdown, outputs=status_box, queue=False, show_progress="hidden")
+        # The status line fills in after the page is up (it may import torch), then follows loads: the page
+        # presses the hidden button when the line changed (assets/js/status.js asks status_route).
+        ui.wire([demo.load, status_refresh.click], status_markdown, outputs=status_box, queue=False,
+                show_progress="hidden")
     # Nobody is turned away: the queue has no limit, and a waiting student sees their place. Many events
     # run at once so that concurrent requests meet in labs.core.work.lm's batches (one forward pass for all);
     # the fine-tune slot and generation set their own limits.
@@ -151,8 +153,8 @@ def main() -> None:
         show_error=True,
         max_threads=CONCURRENT_EVENTS * 2,
         # Plain HTTP routes, before Gradio's own: a student's page asks whether its class moved on
-        # (labs/classroom/poll_route.py) without a Gradio event.
-        app_kwargs={"routes": list(poll_route.ROUTES)},
+        # (labs/classroom/poll_route.py), and every page whether the status line changed, without a Gradio event.
+        app_kwargs={"routes": [*poll_route.ROUTES, *status_route.ROUTES]},
     )
 
 

@@ -28,8 +28,30 @@ def test_models_endpoint_lists_the_offline_models(client, tiny_models):
     assert names[tiny_models["masked"]]["source"] == "local"
 
 
+def test_the_status_route_changes_its_fingerprint_only_when_the_status_line_changes(monkeypatch):
+    """What every page asks every few seconds (assets/js/status.js) instead of a Gradio event."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from labs.core.serving import status_route
+    from labs.core.ui import status
+
+    client = TestClient(Starlette(routes=status_route.ROUTES))
+    line = ["Device: cpu · offline · Loaded models: none yet (they load on first use)"]
+    monkeypatch.setattr(status, "status_line", lambda: line[0])
+    first = client.get(status_route.PATH)
+    again = client.get(status_route.PATH).json()
+    line[0] = "Device: cpu · offline · Loaded models: SmolLM2-135M-Instruct [local]"
+    changed = client.get(status_route.PATH).json()
+    assert first.status_code == 200 and "no-store" in first.headers["cache-control"]
+    assert first.json() == again != changed
+
+
 def test_every_tab_in_its_group_in_order_and_the_status_line_says_offline(page):
-    open_root(page)
+    from labs.core.serving import status_route
+
+    with page.expect_request(lambda r: r.url.endswith(status_route.PATH)):  # the page asks, not a Gradio timer
+        open_root(page)
     groups = tab_groups()
     assert [labs for _, labs in groups] == TAB_GROUPS and [lab for _, labs in groups for lab in labs] == TAB_TITLES
     visible = page.get_by_role("tab")  # hidden groups' tabs are not in the accessibility tree

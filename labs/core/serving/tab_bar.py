@@ -1,14 +1,18 @@
 """The app's tab bar and what a page open computes: the labs grouped as the course is taught, a link's
 tab opened inside its group, and each tab's first results computed when the tab first appears.
 
-Gradio sends a tab's `select` event when the student clicks it and also when it first appears on the
-page: at a page open for the first group and its first tab (before the link's values are in the inputs),
-and for a group's shown tab the first time the group is opened. So the page's load event reads the link
-and claims the tab the page opens on (the link's, or the first); the page-open event computes it with the
-link's values; a select that reaches the server before the link is read computes nothing. A group's own
-select computes the tab it shows (the one last open in it) only when its tabs were already on the page.
-What a page has is kept on the server (`PageTabs`), not in a gr.State: these events run at the same time,
-and a gr.State keeps the last writer's value, computed from what it held when that event started."""
+Gradio sends a tab's `select` event whenever the tab appears on the page: at a page open for the first
+group and its first tab, for a tab a link selects (and its group), and when a student first opens one.
+Every event carries the page's own query string, so each tab's first select reads the link itself: the
+tab the link names gets the link's values in its inputs at once (an unqueued event), then computes its
+first results with what its inputs hold; any other tab computes them with its defaults. Both happen once
+per tab per page (`PageTabs`: its later selects compute nothing).
+
+Why each tab has an event of its own, not one page-open event over every tab: Gradio's page keeps a
+loading status for every output an event has had, and updates every one of them, searching the whole
+component tree for each, on every status message of any event (gradio 6.31's LoadingStatus and
+update_state). One event whose outputs were every tab's first results made every page open cost about
+20 s of a core in the browser, and an idle page a third of a core (measured, tests/benchmarks)."""
 
 from __future__ import annotations
 
@@ -37,10 +41,8 @@ class TabGroup:
 
 @dataclass
 class PageState:
-    started: bool = False  # the link is read: the page's own tab is claimed, selects may compute
-    opened: set = field(default_factory=set)  # the tabs whose first results this page has (or is getting)
-    shown: dict = field(default_factory=dict)  # group id -> the tab it shows, when not its first
-    seen: set = field(default_factory=set)  # the groups whose tabs are on the page
+    opened: set = field(default_factory=set)  # the tabs this page has opened (their link values are in)
+    computed: set = field(default_factory=set)  # the tabs whose first results this page has (or is getting)
 
 
 class PageTabs:
@@ -65,25 +67,33 @@ class PageTabs:
 
 
 def claim(page: PageState, tab) -> bool:
-    """True the first time a page asks for a tab's first results (this event computes them)."""
+    """True the first time a page opens a tab (this event puts the link's values in)."""
     if tab in page.opened:
         return False
     page.opened.add(tab)
     return True
 
 
-def show(page: PageState, group_id: str, tab: str, claiming: bool = False) -> bool:
-    """The group shows this tab now; with claiming, claim(page, tab)."""
-    page.shown[group_id] = tab
-    return claim(page, tab) if claiming else False
+def take(page: PageState, tab) -> bool:
+    """True the first time an opened tab's first results are asked for (this event computes them)."""
+    if tab not in page.opened or tab in page.computed:
+        return False
+    page.computed.add(tab)
+    return True
+
+
+def page_params() -> dict:
+    """The page's query string (every event's request carries the page's own)."""
+    request = LocalContext.request.get(None)
+    return dict(request.query_params) if request is not None else {}
 
 
 def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box: gr.Markdown,
               pages: PageTabs | None = None) -> None:
-    """On every page open: read the link (if any) into the inputs and open its tab (and its group), then
-    compute that tab's first results with what is in the inputs; every other tab computes its own when it
-    first appears. Takes this app's registrations (ui.link, ui.on_load), so that a second app built in the
-    same process starts afresh."""
+    """On every page open: select the link's tab (and its group) and say what in the link could not be
+    used; each tab, when it first appears, puts the link's values in its inputs if the link names it and
+    computes its first results. Takes this app's registrations (ui.link, ui.on_load), so that a second app
+    built in the same process starts afresh."""
     pages = pages or PageTabs()
     linked, loads = list(registered_links), list(registered_loads)
     registered_links.clear()
@@ -95,80 +105,50 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box:
     link_specs.update(specs)
     tab_ids = [lab for group in groups for lab in group.labs]
     group_of = {lab: group for group in groups for lab in group.labs}
-    page_tab = gr.State(None)  # the tab the page opens on: the link's, or the first
-
-    def start(page: PageState, tab: str) -> None:
-        page.started = True
-        page.seen.update({groups[0].id, group_of[tab].id})  # their tabs are on the page now
-        show(page, group_of[tab].id, tab, claiming=True)
 
     def read_link(request: gr.Request):
         params = dict(request.query_params) if request is not None else {}
-        tab, values, notes = links.read(params, tab_ids, specs)
-        pages.update(lambda page: start(page, tab or tab_ids[0]))
-        updates = [values.get((t, name), gr.skip()) for t, name, _ in linked]
+        tab, _, notes = links.read(params, tab_ids, specs)
         selected = [gr.Tabs(selected=tab) if tab in g.labs else gr.skip() for g in groups]
         return (gr.Tabs(selected=group_of[tab].id) if tab else gr.skip(), *selected,
-                "\n\n".join(notice(n) for n in notes), tab or tab_ids[0], *updates)
+                "\n\n".join(notice(n) for n in notes))
 
-    event = wire(demo.load, read_link, None,
-                 [tabs, *(g.tabs for g in groups), notes_box, page_tab, *(c for _, _, c in linked)], queue=False)
-    by_tab: dict = {}  # tab id (None: outside every tab) -> [(fn, inputs, outputs)], in registration order
+    wire(demo.load, read_link, None, [tabs, *(g.tabs for g in groups), notes_box], queue=False)
+    by_tab: dict = {}  # tab id -> [(fn, inputs, outputs)], in registration order
     for fn, inputs, outputs, kwargs, tabs_around in loads:
-        if kwargs:  # its own settings: its own event, on every page open (as before)
-            event.then(friendly(first_page(fn)), inputs, outputs, api_visibility="private", **kwargs)
-            continue
         key = next((t.id for t in tabs_around if t.id in group_of), None)
+        if kwargs or key is None:
+            raise ValueError(f"ui.on_load({fn.__name__}) must sit inside a lab's tab, with no event settings")
         by_tab.setdefault(key, []).append((friendly(first_page(fn)), _listed(inputs), _listed(outputs)))
-    if not by_tab:
-        return
-    every_input, every_output = _inputs_outputs(by_tab, list(by_tab))
-
-    def open_page(tab, *values):  # read_link claimed the tab: its first results come from here, with its values
-        return _first_results(by_tab, [None, tab], values, every_input, every_output)
-
-    event.then(open_page, [page_tab, *every_input], every_output, api_visibility="private")
-    for group in groups:
-        _first_results_on_select(group, by_tab, pages)
-
-
-def _first_results_on_select(group: TabGroup, by_tab: dict, pages: PageTabs) -> None:
-    """A tab computes its first results the first time it appears on this page: by its own select, or by
-    its group's (the group shows the tab last open in it); never again after that."""
-    default = next(iter(group.labs))
-
-    def on_tab(key):
-        inputs, outputs = _inputs_outputs(by_tab, [key])
-
-        def open_tab(*values):
-            first = pages.update(lambda page: show(page, group.id, key, claiming=page.started))
-            return _first_results(by_tab, [key] if first else [], values, inputs, outputs)
-        return open_tab, inputs, outputs
-
-    for lab, tab in group.labs.items():
-        open_tab, inputs, outputs = on_tab(lab)
+    for lab, tab in ((lab, tab) for group in groups for lab, tab in group.labs.items()):
+        lab_links = [(name, component) for t, name, component in linked if t == lab]
+        inputs, outputs = _inputs_outputs(by_tab, [lab])
+        link_outputs = [c for _, c in lab_links]
+        event = tab.select(_first_select(lab, lab_links, pages, tab_ids, specs), None, link_outputs,
+                           api_visibility="private", queue=False)
         if outputs:
-            tab.select(open_tab, inputs, outputs, api_visibility="private")
-        else:  # nothing to compute: only remember that the group shows it
-            tab.select(lambda lab=lab: pages.update(lambda page: show(page, group.id, lab)) and None, None, None,
-                       api_visibility="private", queue=False)
-    inputs, outputs = _inputs_outputs(by_tab, list(group.labs))
-    if not outputs:
-        return
+            event.then(_first_results_once(lab, by_tab, inputs, outputs, pages), inputs, outputs,
+                       api_visibility="private")
 
-    def open_group(*values):
-        def shown_if_first(page: PageState):
-            if not page.started:  # the page's own tab comes from the page-open event
-                return None
-            if group.id not in page.seen:  # its tabs appear now: the shown one sends its own select
-                page.seen.add(group.id)
-                return None
-            tab = page.shown.get(group.id, default)
-            return tab if claim(page, tab) else None
-        tab = pages.update(shown_if_first)
-        return _first_results(by_tab, [tab] if tab else [], values, inputs, outputs)
 
-    group.tab.select(open_group, inputs, outputs, api_visibility="private")
+def _first_select(lab: str, lab_links: list, pages: PageTabs, tab_ids: list, specs: dict):
+    """The tab's select, at once: the first time on this page, the link's values into its inputs if the
+    link names this tab (the next step computes the first results with them); after that, nothing."""
+    def open_tab():
+        if not pages.update(lambda page: claim(page, lab)):
+            return [gr.skip()] * len(lab_links)
+        _, linked_values, _ = links.read(page_params(), tab_ids, specs)  # read_link says what was wrong
+        return [linked_values.get((lab, name), gr.skip()) for name, _ in lab_links]
+    return open_tab
+
+
+def _first_results_once(lab: str, by_tab: dict, inputs: list, outputs: list, pages: PageTabs):
+    """After the tab's select: its first results, computed once per page, with what is in its inputs."""
+    def first_results(*values):
+        if not pages.update(lambda page: take(page, lab)):
+            return [gr.skip()] * len(outputs)
+        return _first_results(by_tab, [lab], values, inputs, outputs)
+    return first_results
 
 
 def _inputs_outputs(by_tab: dict, keys: list) -> tuple[list, list]:

@@ -199,9 +199,9 @@ COPY_LINK_JS = """(q) => { if (!q) return q;
 
 
 def on_load(demo: gr.Blocks, fn, inputs=None, outputs=None, **kwargs):
-    """Run fn when its tab is first on screen: on opening the page if it is the page's tab (the first
-    tab, or a link's), else when the student first opens the tab (after a link's values, if any, are in
-    the inputs), with the result shared by every page that opens with the same inputs."""
+    """Run fn when its tab is first on screen on a page (the page's first tab, a link's, or one a student
+    opens), after a link's values, if the link names the tab, are in the inputs; the result is shared by
+    every page that opens with the same inputs. Call it inside the lab's tab, with no event settings."""
     block, tabs_around = Context.block, []
     while block is not None:  # every tab around this call, innermost first: page_load picks the lab's own
         if isinstance(block, gr.Tab):
