@@ -27,28 +27,40 @@ if importlib.util.find_spec("matplotlib") is None:
 
 import gradio as gr  # noqa: E402
 
+from labs.attention import endpoints as attention_endpoints  # noqa: E402
 from labs.attention import tab as attention  # noqa: E402
+from labs.choosing import endpoints as choosing_endpoints  # noqa: E402
 from labs.choosing import tab as choosing  # noqa: E402
 from labs.classroom import backup, poll_route  # noqa: E402
+from labs.classroom import endpoints as classroom_endpoints  # noqa: E402
 from labs.classroom import store as class_store  # noqa: E402
 from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, status_route, tab_bar
 from labs.core.ui import status, theme, ui
-from labs.core.work import endpoints, ray_backend, ray_passes, services, zerogpu
+from labs.core.work import ray_backend, ray_passes, services, zerogpu
 from labs.core.work.endpoints import Endpoint
+from labs.cost import endpoints as cost_endpoints  # noqa: E402
 from labs.cost import tab as cost  # noqa: E402
+from labs.embeddings import endpoints as embeddings_endpoints  # noqa: E402
 from labs.embeddings import tab as embeddings  # noqa: E402
+from labs.fill_mask import endpoints as fill_mask_endpoints  # noqa: E402
 from labs.fill_mask import tab as fill_mask  # noqa: E402
+from labs.finetune import endpoints as finetune_endpoints  # noqa: E402
 from labs.finetune import tab as finetune  # noqa: E402
+from labs.masks import endpoints as masks_endpoints  # noqa: E402
 from labs.masks import tab as masks  # noqa: E402
+from labs.next_token import endpoints as next_token_endpoints  # noqa: E402
 from labs.next_token import tab as next_token  # noqa: E402
+from labs.part_b import endpoints as part_b_endpoints  # noqa: E402
 from labs.part_b import tab as part_b  # noqa: E402
+from labs.pretraining import endpoints as pretraining_endpoints  # noqa: E402
 from labs.pretraining import tab as pretraining  # noqa: E402
+from labs.tokens import endpoints as tokens_endpoints  # noqa: E402
 from labs.tokens import tab as tokens  # noqa: E402
 
-# A new lab is a new folder with a tab.py (docs/architecture.md "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build), plus
-# one entry here. The tab bar is grouped as the course is taught: what is inside a model (tokens first: every
+# A new lab is a new folder with a tab.py (docs/architecture.md "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build)
+# and an endpoints.py, plus its entries here (GROUPS, LAB_ENDPOINTS). The tab bar is grouped as the course is taught: what is inside a model (tokens first: every
 # lab starts from tokens, and so does a lecture), how it learned by predicting tokens, how to use one.
 # (title, id, labs); a group's id is never a lab's, so that every ?tab=<lab> link still names one lab.
 GROUPS = (
@@ -59,7 +71,14 @@ GROUPS = (
     ("Class", "class", (classroom,)),  # ask the room; the students' own panel sits above the tab bar
 )
 LABS = tuple(lab for _, _, labs in GROUPS for lab in labs)
-# The app's own endpoint; each lab declares its own in labs/<lab>/endpoints.py (labs/core/work/endpoints.py).
+# Each lab's API endpoints, declared in labs/<lab>/endpoints.py; app.py hands them to core (services, ui.register).
+LAB_ENDPOINTS = {attention.ID: attention_endpoints.ENDPOINTS, choosing.ID: choosing_endpoints.ENDPOINTS,
+                 classroom.ID: classroom_endpoints.ENDPOINTS, cost.ID: cost_endpoints.ENDPOINTS,
+                 embeddings.ID: embeddings_endpoints.ENDPOINTS, fill_mask.ID: fill_mask_endpoints.ENDPOINTS,
+                 finetune.ID: finetune_endpoints.ENDPOINTS, masks.ID: masks_endpoints.ENDPOINTS,
+                 next_token.ID: next_token_endpoints.ENDPOINTS, part_b.ID: part_b_endpoints.ENDPOINTS,
+                 pretraining.ID: pretraining_endpoints.ENDPOINTS, tokens.ID: tokens_endpoints.ENDPOINTS}
+# The app's own endpoint (labs/core/work/endpoints.py: what an endpoint declares).
 APP_ENDPOINTS = (Endpoint("models", status.describe_models,
                           "Every model this server offers, its family and source, and what is loaded."),)
 
@@ -81,7 +100,7 @@ def status_markdown() -> str:
 
 def declared_endpoints() -> dict[str, tuple[Endpoint, ...]]:
     """Every endpoint the app registers, in order, by the lab that declares it ("app": the app's own)."""
-    return {**{lab.ID: endpoints.declared(lab.ID) for lab in LABS}, "app": APP_ENDPOINTS}
+    return {**{lab.ID: LAB_ENDPOINTS[lab.ID] for lab in LABS}, "app": APP_ENDPOINTS}
 
 
 def build_app() -> gr.Blocks:

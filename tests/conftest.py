@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import importlib
 import json
 import os
 import shutil
@@ -165,6 +166,11 @@ def lookups(monkeypatch):
     return calls
 
 
+def declared_endpoints(lab: str) -> tuple:
+    """A lab's own endpoints (labs/<lab>/endpoints.py), as app.py hands them to core."""
+    return importlib.import_module(f"labs.{lab}.endpoints").ENDPOINTS
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -316,8 +322,6 @@ def screenshot(page, name: str) -> Path:
 def linked_inputs(lab: str) -> dict:
     """What the lab's tab registers for its links (parameter -> what it accepts), built alone, the shared
     registries left as they were."""
-    import importlib
-
     import gradio as gr
 
     from labs.core.ui import ui

@@ -9,11 +9,12 @@ import math
 
 import numpy as np
 import pytest
+from conftest import declared_endpoints
 
 from labs.classroom import access, answers, results, scoring, sessions
 from labs.classroom import store as stores
 from labs.core.errors import BadInput, LabError
-from labs.core.work import endpoints, services
+from labs.core.work import services
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +25,7 @@ def fresh_store(tmp_path, monkeypatch):
     stores.reset()
     sessions._snapshots.clear()
     access._failures.clear()
-    services.offer(e for lab in ("fill_mask", "next_token", "part_b") for e in endpoints.declared(lab))
+    services.offer(e for lab in ("fill_mask", "next_token", "part_b") for e in declared_endpoints(lab))
     yield
     stores.reset()
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import open_tab, run_async, wait_until
+from conftest import declared_endpoints, open_tab, run_async, wait_until
 
 from labs.core.errors import BadInput
-from labs.core.work import endpoints, services
+from labs.core.work import services
 from labs.part_b import checks, evidence, facts, model_answers, questions, tab, workbook
 
 COURSE = Path(__file__).resolve().parents[2] / "shared" / "course"
@@ -202,7 +202,7 @@ def test_schedules_become_the_fine_tune_labs_settings():
 @pytest.fixture
 def lab_services():
     """The endpoints the workbook calls, as app.py's build offers them: the two labs' own declarations."""
-    services.offer(e for lab in ("finetune", "next_token") for e in endpoints.declared(lab))
+    services.offer(e for lab in ("finetune", "next_token") for e in declared_endpoints(lab))
 
 
 async def collect(qid: str, given: dict) -> list[str]:
@@ -211,7 +211,7 @@ async def collect(qid: str, given: dict) -> list[str]:
 
 def test_a_server_without_the_lab_says_so_in_the_evidence(monkeypatch):
     """Built without Next token, the workbook's evidence names the missing lab instead of failing."""
-    services.offer(endpoints.declared("part_b"))
+    services.offer(declared_endpoints("part_b"))
     monkeypatch.setattr(evidence.models, "default_name", lambda family: "a-causal-lm")  # no model is loaded
     shown = run_async(collect("A3.1", {}), timeout=60)[-1]
     assert "Not measured here" in shown and evidence.md("This server runs without the lab behind 'next_token'") in shown

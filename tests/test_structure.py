@@ -4,6 +4,7 @@ only lay out and wire, and modules small enough to read."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,10 @@ GRADIO_MODULES = {"ui.py", "fast_sessions.py", "static_cache.py", "theme.py", "c
 CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # docs/architecture.md, "Adding a lab"
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 API_DOCS = (ROOT / "docs" / "api.md").read_text()
+
+
+def lab_endpoints(lab: str) -> tuple:
+    return importlib.import_module(f"labs.{lab}.endpoints").ENDPOINTS
 
 
 def is_tab(path: Path) -> bool:
@@ -58,14 +63,42 @@ def test_compute_modules_never_import_gradio():
 
 
 def imported_modules(path: Path) -> set[str]:
+    """Every module the file imports: import statements, and importlib.import_module / __import__ calls by a
+    name in the code (a string, a module-level constant's, or an f-string's up to its first {…} then "*":
+    f"labs.{lab}.x" is "labs.*")."""
     tree = ast.parse(path.read_text())
+    constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for target in node.targets if isinstance(target, ast.Name)}
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    return names
+        elif (isinstance(node, ast.Call) and node.args
+              and getattr(node.func, "attr", getattr(node.func, "id", "")) in {"import_module", "__import__"}):
+            names.add(named_module(node.args[0], constants))
+    return names - {""}
+
+
+def named_module(argument: ast.expr, constants: dict[str, str]) -> str:
+    """The module an import_module call names: a string, a constant's, or an f-string's fixed start and "*"
+    ("" when the name comes from elsewhere: data, not an arrow in the code)."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return argument.value
+    if isinstance(argument, ast.Name):
+        return constants.get(argument.id, "")
+    if isinstance(argument, ast.JoinedStr) and argument.values and isinstance(argument.values[0], ast.Constant):
+        return f"{argument.values[0].value}*"
+    return ""
+
+
+def test_core_never_imports_a_lab():
+    """labs/core holds what the labs share: app.py hands it what it needs of them (their endpoints, their tabs)."""
+    found = [f"{path.relative_to(ROOT)} imports {name}" for path in CORE.rglob("*.py") for name in imported_modules(path)
+             if name.split(".")[0] == "labs" and name.split(".")[1:2] != ["core"]]
+    assert found == []
 
 
 @pytest.mark.parametrize("lab", LAB_FOLDERS)
@@ -165,9 +198,7 @@ def test_every_lab_keeps_the_contract_the_docs_write_down():
 
 def test_every_endpoint_is_documented():
     """Every endpoint a lab declares has its section in docs/api.md (tests/test_docs.py checks the app's own list)."""
-    from labs.core.work import endpoints
-
-    declared = {e.name for lab in LAB_FOLDERS for e in endpoints.declared(lab)}
+    declared = {e.name for lab in LAB_FOLDERS for e in lab_endpoints(lab)}
     assert len(declared) >= 12
     missing = sorted(e for e in declared if f"### `/{e}`" not in API_DOCS)
     assert not missing, f"not in docs/api.md (python -m tools.api_docs): {missing}"
@@ -177,7 +208,6 @@ def test_every_endpoint_is_documented():
 def test_a_lab_declares_its_endpoints_in_one_place_with_its_own_compute(lab):
     """labs/<lab>/endpoints.py lists the lab's endpoints (app.py registers them): it imports the lab's compute and
     labs.core, never Gradio; its functions are the lab's own; no tab registers an endpoint itself."""
-    from labs.core.work import endpoints
     from labs.core.work.endpoints import Endpoint
 
     path = LABS / lab / "endpoints.py"
@@ -185,7 +215,7 @@ def test_a_lab_declares_its_endpoints_in_one_place_with_its_own_compute(lab):
     assert not {n for n in imported if n.split(".")[0] == "gradio"}, f"{path.name} imports gradio"
     assert all(n.startswith(("__future__", "labs.core.", f"labs.{lab}.")) or n == f"labs.{lab}"
                for n in imported), imported
-    declared = endpoints.declared(lab)
+    declared = lab_endpoints(lab)
     assert declared and all(isinstance(e, Endpoint) and e.description for e in declared)
     assert all(e.fn.__module__.startswith(f"labs.{lab}.") for e in declared), [e.fn.__module__ for e in declared]
     for tab in (LABS / lab).glob("*.py"):

@@ -4,14 +4,14 @@
         Endpoint("fill_mask", compute.fill_mask_json, "fill_mask(text, model, top_k) -> {...}"),
     )
 
-One list per lab, read by three readers and written nowhere else: app.py registers every endpoint of the labs it
-is built with (`ui.register`), `services` makes their functions callable by name in this process (the workbook
-calls the Fine-tune lab's run without importing it), and tools/api_docs.py writes docs/api.md from them. No
+One list per lab, imported by app.py (core never imports a lab) and written nowhere else: app.py registers every
+endpoint of the labs it is built with (`ui.register`) and hands them to `services`, which makes their functions
+callable by name in this process (the workbook calls the Fine-tune lab's run without importing it);
+tools/api_docs.py writes docs/api.md from app.py's list. No
 Gradio here: a lab's endpoints module imports its compute and this, nothing else."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -31,7 +31,3 @@ class Endpoint:
     concurrency_id: str | None = None  # endpoints (and events) with one id share one concurrency limit
     concurrency_limit: int | None | Literal["default"] = "default"  # None: no limit; "default": the app's
 
-
-def declared(lab_id: str) -> tuple[Endpoint, ...]:
-    """The endpoints a lab declares (`labs/<lab_id>/endpoints.py`'s ENDPOINTS), in its order."""
-    return importlib.import_module(f"labs.{lab_id}.endpoints").ENDPOINTS

@@ -2,7 +2,7 @@
 left-only panel), masked-LM logits at chosen positions (Fill in the blank), attention weights
 (Attention, Masks), hidden states (Embeddings, the logit lens), every token's log-probability
 (sentence scores) and the encoder-decoder pass (T5: encoder, decoder and cross-attention, the
-decoder's logits). A lab adds a kind of its own with `register_pass` (its runner and its limits).
+decoder's logits). A lab adds a kind of its own with `register_pass` (labs.core.work.passes: its runner and its limits).
 
 Every function takes a loaded model (resolved once by the caller) and token ids, and returns numpy
 arrays. Concurrent requests for the same model, head and pass run as one padded forward pass (see
@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import threading
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
@@ -29,30 +28,14 @@ from labs.core.models.models import LoadedModel
 from labs.core.work import ray_backend, ray_passes
 from labs.core.work.batching import Batcher, InFlight, ResultCache
 from labs.core.work.padding import pad_rows
+from labs.core.work.passes import LIMITS, RUNNERS, register_pass  # noqa: F401 (labs register through lm)
 
 CACHE_BYTES = 256 * 1024 * 1024  # every cached result together; the oldest are dropped first
 
 cache = ResultCache(CACHE_BYTES)
 ray_claims = InFlight(cache)  # with Ray Serve: identical requests in flight share one (as each Batcher's claims)
-# Per kind of pass: its runner, run_batch(loaded, items) -> results in the same order, and limits: at
-# most max_batch requests in one batch, and a budget on their cost (tokens, or tokens² for attention,
-# whose weights grow with the square of the length) that bounds its memory.
-RUNNERS: dict[str, Callable] = {}
-LIMITS: dict[str, dict] = {}
 _batchers: dict[tuple[str, str, str], Batcher] = {}
 _batchers_lock = threading.Lock()
-
-
-def register_pass(kind: str, *, max_batch: int, max_cost: int):
-    """Decorator: make `runner(loaded, items) -> list of results` the batched pass called `kind`. A lab
-    registers its own kind in its compute module; a second runner under a taken name is refused."""
-    def register(runner: Callable) -> Callable:
-        if RUNNERS.get(kind, runner) is not runner:
-            raise ValueError(f"a forward pass called {kind!r} is registered already")
-        RUNNERS[kind] = runner
-        LIMITS[kind] = dict(max_batch=max_batch, max_cost=max_cost)
-        return runner
-    return register
 
 
 def forward_passes() -> int:

@@ -2,9 +2,9 @@
 
 One Serve application per (model, head), named by `app_name`: its replicas load the model themselves, by its
 choice name, with labs.core.models (the loader the app uses), and run the registered runner of each pass
-(labs.core.work.lm.RUNNERS[kind]) on what `@serve.batch` gathers, so a result is the one the embedded batcher
+(labs.core.work.passes.RUNNERS[kind]) on what `@serve.batch` gathers, so a result is the one the embedded batcher
 gives. Each kind of pass has its own batch queue in the replica, sized by the pass's registered limits
-(lm.LIMITS: at most max_batch requests, and the batch is cut where their cost passes max_cost, by the embedded
+(passes.LIMITS: at most max_batch requests, and the batch is cut where their cost passes max_cost, by the embedded
 batcher's own rule, batching.cut); max_ongoing_requests is at least the largest batch, or batches would stay
 small. Replicas scale with the load (autoscaling_config) and ask for a share of a GPU where the cluster has one.
 
@@ -26,14 +26,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from labs.core.work import batching, ray_backend
+from labs.core.work import batching, passes, ray_backend
 
 log = logging.getLogger(__name__)
 
 BATCH_WAIT_S = 0.002  # a request alone hardly waits for company (the embedded batcher never waits)
 MAX_ONGOING = 128  # requests one replica takes at once: at least the largest registered max_batch
 TARGET_ONGOING = 32  # the autoscaler adds a replica when each has more than this in flight
-LM_MODULE = "labs.core.work.lm"
 
 
 # ---------------------------------------------------------------- inside a replica
@@ -63,9 +62,8 @@ class PassReplica:
 
         queue = self.queues.get(kind)
         if queue is None:
-            importlib.import_module(module)  # the lab's compute module that registered this kind
-            lm = importlib.import_module(LM_MODULE)
-            runner, limits = lm.RUNNERS[kind], lm.LIMITS[kind]
+            importlib.import_module(module)  # the module that registered this kind (a lab's compute, or lm)
+            runner, limits = passes.RUNNERS[kind], passes.LIMITS[kind]
 
             async def batch(requests: list) -> list:
                 self.stats["batches"] += 1
