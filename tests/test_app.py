@@ -189,8 +189,9 @@ def test_a_first_page_result_is_built_once_and_handed_out_fresh():
     ("?tab=next_token&prompt=Seven+geese+fly", "#nt-chart .js-plotly-plot", "fly"),  # another group (the
 ])  # chart's title names the prompt's last token)
 def test_a_link_s_first_result_is_computed_from_the_link_s_text(page, app_server, query, result, shown):
-    """The first group and its first tab send their select events as the page opens, before the link's text
-    is in the inputs: the result on screen must still be the link's text's, not the default's."""
+    """The first group's first tab sends its select as the page opens, whatever the link names, and a linked tab
+    its own when the link selects it: each reads the link itself, so the result on screen is the link's
+    text's, not the default's (labs/core/serving/tab_bar.py)."""
     page.goto(app_server["url"] + query, wait_until="load")
     page.locator(result).locator("visible=true").filter(has_text=shown).first.wait_for(timeout=60000)
 

@@ -136,9 +136,9 @@ def _first_select(lab: str, lab_links: list, pages: PageTabs, tab_ids: list, spe
     link names this tab (the next step computes the first results with them); after that, nothing."""
     def open_tab():
         if not pages.update(lambda page: claim(page, lab)):
-            return [gr.skip()] * len(lab_links)
+            return _returned([gr.skip()] * len(lab_links))
         _, linked_values, _ = links.read(page_params(), tab_ids, specs)  # read_link says what was wrong
-        return [linked_values.get((lab, name), gr.skip()) for name, _ in lab_links]
+        return _returned([linked_values.get((lab, name), gr.skip()) for name, _ in lab_links])
     return open_tab
 
 
@@ -146,9 +146,15 @@ def _first_results_once(lab: str, by_tab: dict, inputs: list, outputs: list, pag
     """After the tab's select: its first results, computed once per page, with what is in its inputs."""
     def first_results(*values):
         if not pages.update(lambda page: take(page, lab)):
-            return [gr.skip()] * len(outputs)
-        return _first_results(by_tab, [lab], values, inputs, outputs)
+            return _returned([gr.skip()] * len(outputs))
+        return _returned(_first_results(by_tab, [lab], values, inputs, outputs))
     return first_results
+
+
+def _returned(values: list):
+    """A handler's return for these outputs: Gradio takes whatever one output gets as that output's value, a
+    list included (a list of one would be the value, not the list's item)."""
+    return values[0] if len(values) == 1 else values
 
 
 def _inputs_outputs(by_tab: dict, keys: list) -> tuple[list, list]:
