@@ -60,8 +60,9 @@ from labs.tokens import endpoints as tokens_endpoints  # noqa: E402
 from labs.tokens import tab as tokens  # noqa: E402
 
 # A new lab is a new folder with a tab.py (docs/architecture.md "Adding a lab": TITLE, ID, EXPLAINER, TRY_THIS, build)
-# and an endpoints.py, plus its entries here (GROUPS, LAB_ENDPOINTS). The tab bar is grouped as the course is taught: what is inside a model (tokens first: every
-# lab starts from tokens, and so does a lecture), how it learned by predicting tokens, how to use one.
+# and an endpoints.py, plus its entries here (GROUPS, LAB_ENDPOINTS). The tab bar is grouped as the course is
+# taught: what is inside a model (tokens first: every lab starts from tokens, and so does a lecture), how it
+# learned by predicting tokens, how to use one.
 # (title, id, labs); a group's id is never a lab's, so that every ?tab=<lab> link still names one lab.
 GROUPS = (
     ("Inside a model", "inside", (tokens, embeddings, attention, masks)),

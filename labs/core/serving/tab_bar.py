@@ -12,7 +12,8 @@ Why each tab has an event of its own, not one page-open event over every tab: Gr
 loading status for every output an event has had, and updates every one of them, searching the whole
 component tree for each, on every status message of any event (gradio 6.31's LoadingStatus and
 update_state). One event whose outputs were every tab's first results made every page open cost about
-20 s of a core in the browser, and an idle page a third of a core (measured, tests/benchmarks)."""
+20 s of a core in the browser, and an idle page a third of a core (`python -m tests.bench_page`,
+docs/measurements.md)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@
 One list per lab, imported by app.py (core never imports a lab) and written nowhere else: app.py registers every
 endpoint of the labs it is built with (`ui.register`) and hands them to `services`, which makes their functions
 callable by name in this process (the workbook calls the Fine-tune lab's run without importing it);
-tools/api_docs.py writes docs/api.md from app.py's list. No
-Gradio here: a lab's endpoints module imports its compute and this, nothing else."""
+tools/api_docs.py writes docs/api.md from app.py's list. No Gradio here: a lab's endpoints module imports its
+compute and this, nothing else."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 left-only panel), masked-LM logits at chosen positions (Fill in the blank), attention weights
 (Attention, Masks), hidden states (Embeddings, the logit lens), every token's log-probability
 (sentence scores) and the encoder-decoder pass (T5: encoder, decoder and cross-attention, the
-decoder's logits). A lab adds a kind of its own with `register_pass` (labs.core.work.passes: its runner and its limits).
+decoder's logits). A lab adds a kind of its own with `register_pass` (labs.core.work.passes: its runner
+and its limits).
 
 Every function takes a loaded model (resolved once by the caller) and token ids, and returns numpy
 arrays. Concurrent requests for the same model, head and pass run as one padded forward pass (see
