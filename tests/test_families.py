@@ -191,8 +191,12 @@ def test_segment_ids_reach_the_model_and_equal_the_tokenizers_own(tiny_models):
 
 
 def test_a_lab_registers_its_own_pass_and_it_batches_and_caches(tiny_models, monkeypatch):
-    monkeypatch.setattr(lm, "RUNNERS", dict(lm.RUNNERS))
-    monkeypatch.setattr(lm, "LIMITS", dict(lm.LIMITS))
+    from labs.core.work import passes
+
+    for name in ("RUNNERS", "LIMITS"):  # the registry (passes) and the batcher (lm) share one copy
+        copy = dict(getattr(passes, name))
+        monkeypatch.setattr(passes, name, copy)
+        monkeypatch.setattr(lm, name, copy)
     calls = []
 
     @lm.register_pass("test_lengths", max_batch=8, max_cost=100)
