@@ -4,12 +4,12 @@ only lay out and wire, and modules small enough to read."""
 from __future__ import annotations
 
 import ast
-import importlib
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import declared_endpoints
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "labs"
@@ -20,10 +20,6 @@ GRADIO_MODULES = {"ui.py", "fast_sessions.py", "static_cache.py", "theme.py", "c
 CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # docs/architecture.md, "Adding a lab"
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 API_DOCS = (ROOT / "docs" / "api.md").read_text()
-
-
-def lab_endpoints(lab: str) -> tuple:
-    return importlib.import_module(f"labs.{lab}.endpoints").ENDPOINTS
 
 
 def is_tab(path: Path) -> bool:
@@ -198,7 +194,7 @@ def test_every_lab_keeps_the_contract_the_docs_write_down():
 
 def test_every_endpoint_is_documented():
     """Every endpoint a lab declares has its section in docs/api.md (tests/test_docs.py checks the app's own list)."""
-    declared = {e.name for lab in LAB_FOLDERS for e in lab_endpoints(lab)}
+    declared = {e.name for lab in LAB_FOLDERS for e in declared_endpoints(lab)}
     assert len(declared) >= 12
     missing = sorted(e for e in declared if f"### `/{e}`" not in API_DOCS)
     assert not missing, f"not in docs/api.md (python -m tools.api_docs): {missing}"
@@ -215,7 +211,7 @@ def test_a_lab_declares_its_endpoints_in_one_place_with_its_own_compute(lab):
     assert not {n for n in imported if n.split(".")[0] == "gradio"}, f"{path.name} imports gradio"
     assert all(n.startswith(("__future__", "labs.core.", f"labs.{lab}.")) or n == f"labs.{lab}"
                for n in imported), imported
-    declared = lab_endpoints(lab)
+    declared = declared_endpoints(lab)
     assert declared and all(isinstance(e, Endpoint) and e.description for e in declared)
     assert all(e.fn.__module__.startswith(f"labs.{lab}.") for e in declared), [e.fn.__module__ for e in declared]
     for tab in (LABS / lab).glob("*.py"):
