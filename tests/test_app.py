@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from conftest import ROOT, open_root, open_tab, screenshot, tab_groups
 from playwright.sync_api import expect
 
@@ -181,19 +180,6 @@ def test_a_first_page_result_is_built_once_and_handed_out_fresh():
         with __import__("pytest").raises(ValueError):
             broken(1)
     assert calls.count("failed") == 2  # a failure is not kept
-
-
-@pytest.mark.parametrize("query,result,shown", [
-    ("?tab=tokens&text=Seven+geese+fly+north", ".lab-token-row", "geese"),  # the first group's first tab
-    ("?tab=masks&text=Seven+geese+fly+north", ".js-plotly-plot", "geese"),  # the first group, another tab
-    ("?tab=next_token&prompt=Seven+geese+fly", "#nt-chart .js-plotly-plot", "fly"),  # another group (the
-])  # chart's title names the prompt's last token)
-def test_a_link_s_first_result_is_computed_from_the_link_s_text(page, app_server, query, result, shown):
-    """The first group's first tab sends its select as the page opens, whatever the link names, and a linked tab
-    its own when the link selects it: each reads the link itself, so the result on screen is the link's
-    text's, not the default's (labs/core/serving/tab_bar.py)."""
-    page.goto(app_server["url"] + query, wait_until="load")
-    page.locator(result).locator("visible=true").filter(has_text=shown).first.wait_for(timeout=60000)
 
 
 def test_a_group_opens_on_the_tab_last_open_in_it_with_its_first_result(page, app_server):

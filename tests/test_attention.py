@@ -13,6 +13,7 @@ import pytest
 import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
+from playwright.sync_api import expect
 
 from labs.attention import compute as attention
 from labs.attention import views
@@ -233,6 +234,11 @@ def test_attention_tab_in_the_browser(page):
     model_frame.locator("svg line").first.wait_for(state="attached", timeout=30000)
     assert model_frame.locator("svg line").count() > 100
     screenshot(page, "attention_model_view")
+    # A click on a cell of the map of every head opens that head, as the layer and head sliders do.
+    head_map = page.get_by_role("region", name="Every layer × head", exact=False)
+    head_map.locator("tbody tr").nth(1).locator("td").nth(4).click()  # L1, H3 (the first column names the layer)
+    expect(page.get_by_label("number input for Layer").first).to_have_value("1")
+    expect(page.get_by_label("number input for Head").first).to_have_value("3")
     # Hostile text: the views still draw and nothing typed runs, in the page or in the iframe.
     page.get_by_label("Sentence A", exact=True).fill(HOSTILE)
     page.get_by_role("button", name="Show attention").click()

@@ -1,8 +1,8 @@
 """A chart's text alternative (labs/core/ui/figure_text.py): its name, a one-sentence summary written from its
 own traces, and a table of the same numbers; attached by plots' builders and by ui.friendly to any figure a
 handler returns. The browser side (role="figure", aria-label, the caption, "Show as table") is checked on
-every lab's page in each view's walk (tests/walks.py's audit: tests/test_keyboard.py, tests/test_phone.py,
-tests/test_accessibility.py)."""
+every lab's page in each view's walk (tests/walks.py's audit: tests/test_keyboard.py for presenter view and the
+desktop, tests/test_phone.py)."""
 
 from __future__ import annotations
 

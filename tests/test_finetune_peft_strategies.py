@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import open_tab, run_async, screenshot
+from conftest import run_async, screenshot
 
 from labs.core.errors import BadInput
 from labs.core.models import models
@@ -213,8 +213,10 @@ def test_run_both_refuses_a_causal_model(tiny_models):
 # ------------------------------------------------------------ the page
 
 
-def test_the_strategy_comparison_and_the_recipes_on_the_page(page):
-    open_tab(page, "Fine-tune")
+def test_the_strategy_comparison_and_the_recipes_on_the_page(page, tiny_models):
+    # On the tiny model, by the tab's link: what the page draws is under test here (every strategy's row); the
+    # comparison's runs are test_finetune_strategies.py's (test_compare_strategies_runs_them_in_order).
+    page.goto(f"{page.lab_url}?tab=finetune&model={tiny_models['masked']}", wait_until="load")
     page.get_by_text("Trainable:").first.wait_for(timeout=60000)
     epochs = page.locator("#ft-epochs input[type=number]")
     epochs.fill("1")

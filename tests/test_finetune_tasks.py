@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import screenshot
 from gradio_client.exceptions import AppError
+from playwright.sync_api import expect
 
 from labs.core.errors import BadInput
 from labs.core.models import models
@@ -195,19 +196,33 @@ def test_minilm_task_run_beats_from_scratch(task):
     assert result["metrics"]["after"][name] >= result["metrics"]["scratch_after"][name] + 0.1
 
 
+@pytest.fixture(scope="module")
+def tiny_finetune_page(browser, app_server, tiny_models):
+    """One page for the task runs below, Fine-tune opened by its link on the tiny model: each run replaces the
+    last one's results, and each test waits for its own run's "Done." and its own task's view."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    page.goto(f"{app_server['url']}?tab=finetune&model={tiny_models['masked']}", wait_until="load")
+    page.get_by_text("Trainable:").first.wait_for(timeout=60000)
+    yield page
+    context.close()
+
+
 @pytest.mark.parametrize("task,view", [("pair", "segment 1"), ("ner", "-100"), ("qa", "Answer:")])
-def test_every_task_run_draws_its_curves_and_view_in_the_browser(page, tiny_models, task, view):
+def test_every_task_run_draws_its_curves_and_view_in_the_browser(tiny_finetune_page, task, view):
     # On the tiny model, by the tab's link: what the page draws is under test here; the real model's runs of each
     # task are test_minilm_task_run_beats_from_scratch's.
-    page.goto(f"{page.lab_url}?tab=finetune&model={tiny_models['masked']}", wait_until="load")
-    page.get_by_text("Trainable:").first.wait_for(timeout=60000)
+    page = tiny_finetune_page
     page.get_by_label("Task", exact=True).click()
     page.get_by_role("option", name=tasks.TASKS[task]).click()
     epochs = page.locator("#ft-epochs input[type=number]")
     epochs.fill("1")
     epochs.press("Enter")
     page.get_by_role("button", name="Fine-tune", exact=True).click()
-    page.get_by_text("before →").first.wait_for(timeout=180000)
+    progress = page.locator("#ft-progress")
+    expect(progress).not_to_contain_text("Done.")  # this run's start (a page event, at once) ...
+    expect(progress).to_contain_text("Done.", timeout=180000)  # ... and its end
+    page.get_by_text("before →").first.wait_for(timeout=60000)
     page.locator(".js-plotly-plot:visible").nth(1).wait_for(timeout=60000)
     page.get_by_role("button", name="Try the model you trained", exact=True).click()
     page.locator("#ft-task-view").get_by_text(view).first.wait_for(timeout=60000)

@@ -1,27 +1,40 @@
-"""Every lab's page on the desktop (1280×900), drawn once for all of its checks: axe-core's audit (tests/walks.py),
-then the keyboard alone (Tab, Shift+Tab, Enter, Space): every lab's input, run button and result are reached with
-keys, with a handful of stops at most between the run button and its result; an API JSON box costs one stop
-until it is opened. And: "Skip to the lab" is the page's first tab stop and lands in the open lab; the focus ring
-is visible (3:1 against the page)."""
+"""Every lab's page on a projector and on the desktop, drawn once for both views' checks. It opens in presenter
+view (?present=1, 1280×720) as a lecturer's slide link opens it: axe-core's audit (tests/walks.py), the lab's main
+result on the projector's first screen, the explainer and the API box hidden. The header's toggle then turns
+presenter view off, as a lecturer does, on a desktop screen (1400×900): axe's audit again, then the keyboard alone
+(Tab, Shift+Tab, Enter, Space): every lab's input, run button and result are reached with keys, with a handful of
+stops at most between the run button and its result; an API JSON box costs one stop until it is opened. And:
+"Skip to the lab" is the page's first tab stop and lands in the open lab; the focus ring is visible (3:1 against
+the page); the explainer and the status line stay open (a phone folds them)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from conftest import screenshot
 from walks import (
     DESKTOP,
     LABS,
     PAGES,
+    PRESENTER,
     TABBABLE_JS,
+    KeptPages,
     assert_accessible,
     json_box_stops,
     keyboard_walk,
-    lab_page,
     open_lab,
+    settle,
 )
 
 from labs.core.ui import theme
 
 HANDFUL = 5  # tab stops from a run button to its result, at most
+# Each lab's main result in presenter view, where it must start on the projector's first screen.
+PRESENTER_RESULTS = {"Tokens": ".lab-token-row", "Fill in the blank": ".js-plotly-plot",
+                     "Next token": "#nt-chart .js-plotly-plot", "Masks": ".js-plotly-plot",
+                     "Attention": "iframe", "Embeddings": ".js-plotly-plot", "Fine-tune": "#ft-run"}
+FIRST_SCREEN = PRESENTER["viewport"]["height"]
 
 
 @pytest.fixture
@@ -31,13 +44,49 @@ def desk(browser):
     context.close()
 
 
+@pytest.fixture(scope="module")
+def desktop_pages(browser, app_server):
+    """The walk keeps Tokens' desktop page for the checks below that only move the focus or open a fold."""
+    pages = KeptPages(browser, app_server["url"], DESKTOP)
+    yield pages
+    pages.close()
+
+
+KEPT = ("tokens",)
+
+
+def assert_presented(page, lab) -> None:
+    """Presenter view's checks: axe, and the main result on the first screen with the explainer and API box hidden."""
+    page.wait_for_function("() => document.body.classList.contains('lab-present')")
+    assert_accessible(page, lab)
+    if lab.title in PRESENTER_RESULTS:
+        main = page.locator(PRESENTER_RESULTS[lab.title]).locator("visible=true").first
+        main.wait_for(timeout=60000)
+        screenshot(page, "presenter-" + re.sub(r"[^a-z0-9]+", "-", lab.title.lower()).strip("-"))
+        box = main.bounding_box()
+        assert box["y"] >= 0 and box["y"] + min(box["height"], 200) <= FIRST_SCREEN, (lab.title, box)
+        assert page.locator(".lab-explainer:visible, .lab-result-json:visible").count() == 0
+
+
+def leave_presenter_view(page) -> None:
+    """The header's toggle, as a lecturer turns presenter view off at a desk; the page then has the desktop's size."""
+    page.get_by_role("button", name="Presenter view").click()
+    page.wait_for_function("() => !document.body.classList.contains('lab-present')"
+                           " && !new URLSearchParams(location.search).has('present')")
+    page.set_viewport_size(DESKTOP["viewport"])
+    page.locator(".lab-explainer:visible").first.wait_for()
+    settle(page)  # plotly redraws its charts at the new size
+
+
 @pytest.mark.parametrize("lab", PAGES, ids=[lab.id for lab in PAGES])
-def test_every_lab_on_the_desktop_is_accessible_and_runs_from_the_keyboard_alone(browser, app_server, tiny_models,
-                                                                                  lab):
+def test_every_lab_in_presenter_view_then_on_the_desktop_is_accessible_and_runs_from_the_keyboard_alone(
+        desktop_pages, tiny_models, lab):
     # Fine-tune trains for real when its button is pressed: on the tiny model, so that the walk stays short.
     query = f"&model={tiny_models['masked']}" if lab.id == "finetune" else ""
-    with lab_page(browser, app_server["url"], lab, DESKTOP, query) as desk:
-        assert_accessible(desk, lab)  # first: the keyboard walk runs the lab
+    with desktop_pages.walk(lab, query + "&present=1", view=PRESENTER, keep=lab.id in KEPT) as desk:
+        assert_presented(desk, lab)
+        leave_presenter_view(desk)
+        assert_accessible(desk, lab)  # before the keyboard walk runs the lab
         if not lab.run:
             return
         assert all(stops <= 1 for stops in json_box_stops(desk)), json_box_stops(desk)
@@ -48,17 +97,6 @@ def test_every_lab_on_the_desktop_is_accessible_and_runs_from_the_keyboard_alone
         for _ in range(walk["to_result"]):
             desk.keyboard.press("Shift+Tab")
         assert desk.evaluate("() => document.activeElement.innerText.trim()") == lab.run
-
-
-def test_a_json_box_is_one_tab_stop_until_it_is_opened_with_the_keyboard(desk, app_server):
-    open_lab(desk, app_server["url"], LABS[0])  # Tokens: its tokenizers' JSON
-    fold = desk.locator(".lab-result-json:visible").first
-    header = fold.get_by_role("button").first
-    assert desk.evaluate(f"(e) => ({TABBABLE_JS})(e).length", fold.element_handle()) == 1
-    header.focus()
-    desk.keyboard.press("Enter")
-    fold.locator(".json-node, [data-testid=json]").first.wait_for()
-    assert desk.evaluate(f"(e) => ({TABBABLE_JS})(e).length", fold.element_handle()) > 10  # the tree, once asked for
 
 
 def test_skip_to_the_lab_is_the_first_tab_stop_and_lands_in_the_open_lab(desk, app_server):
@@ -78,16 +116,9 @@ def _hex(rgb: str) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-@pytest.fixture(scope="module")
-def tokens_desk(browser, app_server):
-    """One desktop page on Tokens for the checks that only move the focus (they change nothing on it)."""
-    with lab_page(browser, app_server["url"], LABS[0], DESKTOP) as page:
-        yield page
-
-
 @pytest.mark.parametrize("selector", ["button.primary", "textarea", "button[role=tab]", ".lab-result-json button"])
-def test_the_focus_ring_is_visible_on_every_kind_of_control(tokens_desk, selector):
-    desk = tokens_desk
+def test_the_focus_ring_is_visible_on_every_kind_of_control(desktop_pages, selector):
+    desk = desktop_pages.page(LABS[0])  # Tokens
     target = desk.locator(selector).locator("visible=true").first
     target.focus()
     desk.keyboard.press("Shift+Tab")
@@ -97,3 +128,22 @@ def test_the_focus_ring_is_visible_on_every_kind_of_control(tokens_desk, selecto
     assert style[3], f"{selector} did not take the focus back"
     assert style[0] != "none" and float(style[1].rstrip("px")) >= 2, style
     assert theme.contrast(_hex(style[2]), "#ffffff") >= 3, style
+
+
+def test_the_desktop_keeps_the_explainer_and_status_open_without_fold_buttons(desktop_pages):
+    desk = desktop_pages.page(LABS[0])  # Tokens, the front page's tab (the phone folds them: tests/test_phone.py)
+    assert desk.locator(".lab-explainer .prose").first.is_visible()
+    desk.locator("#lab-status .prose").first.wait_for()
+    assert desk.locator(".lab-fold-toggle:visible").count() == 0
+    assert desk.locator(".lab-phone-note:visible").count() == 0
+
+
+def test_a_json_box_is_one_tab_stop_until_it_is_opened_with_the_keyboard(desktop_pages):
+    desk = desktop_pages.page(LABS[0])  # Tokens: its tokenizers' JSON
+    fold = desk.locator(".lab-result-json:visible").first
+    header = fold.get_by_role("button").first
+    assert desk.evaluate(f"(e) => ({TABBABLE_JS})(e).length", fold.element_handle()) == 1
+    header.focus()
+    desk.keyboard.press("Enter")
+    fold.locator(".json-node, [data-testid=json]").first.wait_for()
+    assert desk.evaluate(f"(e) => ({TABBABLE_JS})(e).length", fold.element_handle()) > 10  # the tree, once asked for

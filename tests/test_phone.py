@@ -1,28 +1,32 @@
 """A student's phone (390×844, touch, Chromium's mobile mode): every lab opened by its link, drawn once for all of
 its checks, passes axe-core's audit (tests/walks.py), fits the width, shows every tab name whole, and has its
-default example's main result within the first two screens; the
-status line and the explainer fold behind buttons; the desktop keeps them open. The screenshots (the first
-two screens of every lab) go to tests/screenshots/phone-<lab>.png; assets/screenshots/phone/ holds a set."""
+default example's main result within the first two screens; the status line and the explainer fold behind buttons
+(the desktop keeps them open: tests/test_keyboard.py). The screenshots (the first two screens of every lab) go to
+tests/screenshots/phone-<lab>.png; assets/screenshots/phone/ holds a set."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import SCREENSHOTS, open_root
-from walks import CLASS, LABS, PAGES, PHONE, assert_accessible, lab_page, open_lab, phone_figures
+from conftest import SCREENSHOTS
+from walks import CLASS, LABS, PAGES, PHONE, KeptPages, assert_accessible, phone_figures
 
 SCREEN = PHONE["viewport"]["height"]
 
 
-@pytest.fixture
-def phone(browser):
-    context = browser.new_context(**PHONE)
-    yield context.new_page()
-    context.close()
+@pytest.fixture(scope="module")
+def phone_pages(browser, app_server):
+    """The walk keeps Tokens' and Attention's phone pages for the checks below (the folds; bertviz's note)."""
+    pages = KeptPages(browser, app_server["url"], PHONE)
+    yield pages
+    pages.close()
+
+
+KEPT = ("tokens", "attention")
 
 
 @pytest.mark.parametrize("lab", PAGES, ids=[lab.id for lab in PAGES])
-def test_every_lab_on_a_phone_is_accessible_and_fits_with_its_main_result_in_two_screens(browser, app_server, lab):
-    with lab_page(browser, app_server["url"], lab, PHONE) as phone:
+def test_every_lab_on_a_phone_is_accessible_and_fits_with_its_main_result_in_two_screens(phone_pages, lab):
+    with phone_pages.walk(lab, keep=lab.id in KEPT) as phone:
         assert_accessible(phone, lab)
         if lab is CLASS:  # the class's phone pages: tests/test_classroom_browser.py
             return
@@ -41,8 +45,8 @@ def test_every_lab_on_a_phone_is_accessible_and_fits_with_its_main_result_in_two
         assert all(right <= 390 for right in widths), widths
 
 
-def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(phone, app_server):
-    open_lab(phone, app_server["url"], LABS[0])
+def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(phone_pages):
+    phone = phone_pages.page(LABS[0])
     title, toggle = phone.locator("#lab-header h1"), phone.get_by_role("button", name="Presenter view")
     assert abs(title.bounding_box()["y"] + title.bounding_box()["height"] / 2
                - toggle.bounding_box()["y"] - toggle.bounding_box()["height"] / 2) < 24  # one line
@@ -60,17 +64,8 @@ def test_the_header_status_and_explainer_fold_on_a_phone_and_open_on_a_button(ph
     assert "Device:" in phone.locator("#lab-status .prose").first.inner_text()
 
 
-def test_the_desktop_keeps_the_explainer_and_status_open_without_fold_buttons(page):
-    open_root(page)
-    assert page.locator(".lab-explainer .prose").first.is_visible()
-    page.locator("#lab-status .prose").first.wait_for()
-    assert page.locator(".lab-fold-toggle:visible").count() == 0
-    assert page.locator(".lab-phone-note:visible").count() == 0
-
-
-def test_bertviz_gives_way_to_the_heatmaps_on_a_phone_with_a_note(phone, app_server):
-    lab = next(lab for lab in LABS if lab.id == "attention")
-    open_lab(phone, app_server["url"], lab)
+def test_bertviz_gives_way_to_the_heatmaps_on_a_phone_with_a_note(phone_pages):
+    phone = phone_pages.page(next(lab for lab in LABS if lab.id == "attention"))
     assert phone.locator("iframe.lab-bertviz:visible").count() == 0
     note = phone.locator(".lab-phone-note:visible")
     assert note.count() >= 1 and "the heatmaps below show the same attention weights" in note.first.inner_text()

@@ -1,9 +1,8 @@
 """Walks over every lab as a student without a laptop, a mouse or sight of the chart would make them, in a
 real Chromium: a phone (390×844, touch), the keyboard alone, a screen reader's view of the charts, axe-core's
-audit. Each lab's page is drawn once per view and every check of that view runs on it: the desktop walk
-(tests/test_keyboard.py), the phone walk (tests/test_phone.py) and the presenter walk
-(tests/test_accessibility.py). Run as a script, it prints the figures for an app that is already running
-(the figures before and after a change):
+audit. Each lab's page is drawn once for presenter view and the desktop (tests/test_keyboard.py: the header's
+toggle turns presenter view off) and once on a phone (tests/test_phone.py), and every check of a view runs on
+it. Run as a script, it prints the figures for an app that is already running (before and after a change):
 
     python -m tests.walks http://127.0.0.1:7860/ [--labs tokens,masks] [--keyboard]
 """
@@ -14,12 +13,11 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, device_scale_factor=1)
-DESKTOP = dict(viewport={"width": 1280, "height": 900})
+DESKTOP = dict(viewport={"width": 1400, "height": 900})
 PRESENTER = dict(viewport={"width": 1280, "height": 720})  # a projector; the page opens with ?present=1
 
 
@@ -100,6 +98,43 @@ def lab_page(browser, url: str, lab: Lab, view: dict, query: str = ""):
         yield page
     finally:
         context.close()
+
+
+class KeptPages(dict):
+    """A test file's pages by lab id: a view's walk keeps a lab's page open for the file's later checks of the same
+    lab and view (checks that read the page, move the focus or open a fold), so that the page is drawn once, not
+    once per test; a check whose walk did not keep its page (the walk failed, or ran alone) opens one."""
+
+    def __init__(self, browser, url: str, view: dict):
+        super().__init__()
+        self.browser, self.url, self.view = browser, url, view
+
+    @contextlib.contextmanager
+    def walk(self, lab: Lab, query: str = "", view: dict | None = None, keep: bool = False):
+        """lab_page's page (in `view`, this file's by default), kept afterwards when asked and the walk passed."""
+        context = self.browser.new_context(**(view or self.view))
+        try:
+            page = context.new_page()
+            open_lab(page, self.url, lab, query)
+            yield page
+        except BaseException:
+            context.close()
+            raise
+        if keep:
+            self[lab.id] = page
+        else:
+            context.close()
+
+    def page(self, lab: Lab):
+        """The lab's kept page, or a new one opened by its link."""
+        if lab.id not in self:
+            with self.walk(lab, keep=True):
+                pass
+        return self[lab.id]
+
+    def close(self) -> None:
+        for page in self.values():
+            page.context.close()
 
 
 def open_lab(page, url: str, lab: Lab, query: str = "") -> None:
@@ -187,36 +222,16 @@ def keyboard_walk(page, lab: Lab) -> dict:
 
 # ---------------------------------------------------------------- axe-core (WCAG 2.1 A and AA)
 #
-# No serious or critical violation is allowed on any lab's page in any view, except those listed in
-# GRADIO_ALLOWED: they come from Gradio's own markup and cannot be fixed from the app (docs/accessibility.md,
-# "Known issues", names them with the Gradio version). The allow-list is explicit: a rule id and a regular
-# expression that every offending node's CSS selector must match. A violation of that rule anywhere else still
-# fails, and so does a new rule. axe does not check that a chart has a text alternative (WCAG 1.1.1); the audit
-# does, as a rule of its own, "chart-text-alternative": every visible plotly chart is a figure with a name, a
-# summary it is described by and a "Show as table" control with its numbers (labs/core/ui/figure_text.py).
+# No serious or critical violation is allowed on any lab's page in any view: there is no allow-list. What Gradio's
+# own markup lacked is mended by the app (assets/js/fold.js: a role for the empty output's placeholder, a tab
+# stop on a box that scrolls; labs/core/ui/table.py: HTML tables instead of Dataframe grids). axe does not check
+# that a chart has a text alternative (WCAG 1.1.1); the audit does, as a rule of its own,
+# "chart-text-alternative": every visible plotly chart is a figure with a name, a summary it is described by and
+# a "Show as table" control with its numbers (labs/core/ui/figure_text.py).
 
 AXE_OPTIONS = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
                "resultTypes": ["violations"]}
 SEVERE = ("serious", "critical")
-
-# (rule id, pattern the offending node must match, why). The pattern is searched in the node's CSS
-# selector followed by its opening HTML (axe's `target` and `html`), since axe's selector for Gradio's
-# nodes is sometimes just ".large".
-GRADIO_ALLOWED: list[tuple[str, str, str]] = [
-    ("aria-prohibited-attr", r'<div aria-label="Empty value" class="empty svelte-',
-     "Gradio 6.31.0's Empty placeholder (an output with no value yet: an Image, Label, JSON, Plot) is a "
-     "<div aria-label=\"Empty value\"> with no role; the attribute is Gradio's (@gradio/atoms Empty.svelte)."),
-    ("aria-required-children", r'<div role="grid" class="table-wrap svelte-',
-     "Gradio 6.31.0's Dataframe is a virtual table: a grid whose rows are drawn only while it is on screen, so a "
-     "table below the fold of a phone's screen is a grid without rows (@gradio/dataframe)."),
-]
-# Serious violations from a lab's own markup, in a file this test's owner does not edit: each names
-# the fix. Remove the entry once the lab is fixed (the test then keeps it fixed).
-LAB_PENDING: list[tuple[str, str, str]] = []  # a lab's own finding waiting for its fix: none now
-
-
-def allowed(rule: str, node: str) -> bool:
-    return any(rule == r and re.search(pattern, node) for r, pattern, _ in GRADIO_ALLOWED + LAB_PENDING)
 
 
 def audit(page) -> list[tuple[str, str, str]]:
@@ -232,8 +247,8 @@ def audit(page) -> list[tuple[str, str, str]]:
 
 
 def assert_accessible(page, lab: Lab) -> None:
-    """axe's audit of the page as it is now (a lab's first result drawn): nothing serious but what is allowed."""
-    bad = [violation for violation in audit(page) if not allowed(violation[0], violation[2])]
+    """axe's audit of the page as it is now (a lab's first result drawn): nothing serious or critical."""
+    bad = audit(page)
     counts = Counter(rule for rule, _, _ in bad)
     assert bad == [], (f"{lab.title}: {len(bad)} " + ", ".join(f"{r}={n}" for r, n in counts.most_common())
                        + "\n" + "\n".join(node for _, _, node in bad[:5]))

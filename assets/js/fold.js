@@ -48,8 +48,8 @@
     document.body.prepend(link);
   }
 
-  // A table or a formula that scrolls (sideways on a phone, assets/lab.css; a long Dataframe inside its own
-  // viewport) must be reachable by the keyboard to be scrolled (axe: scrollable-region-focusable).
+  // A table or a formula that scrolls (sideways on a phone, assets/lab.css; a long table inside its own box)
+  // must be reachable by the keyboard to be scrolled (axe: scrollable-region-focusable).
   function scrollable(table) {
     const scrolls = table.scrollWidth > table.clientWidth + 1 || table.scrollHeight > table.clientHeight + 1;
     if (scrolls && !table.hasAttribute("tabindex")) {
@@ -106,8 +106,14 @@
   function scan() {
     document.querySelectorAll(".gradio-container .lab-secondary").forEach(foldSecondary);
     document.querySelectorAll(".gradio-container .prose table, .gradio-container .virtual-table-viewport, "
-      + ".gradio-container .table-wrap, .lab-figure-table-scroll, .gradio-container .prose .katex-display")
+      + ".gradio-container .table-wrap, .lab-figure-table-scroll, .lab-table-scroll, "
+      + ".gradio-container .prose .katex-display")
       .forEach(scrollable);
+    // Gradio's placeholder for an output with no value yet (an empty chart, image or JSON) is a <div> with an
+    // aria-label and no role, which a screen reader may not read (axe: aria-prohibited-attr). It shows an icon:
+    // the role of a picture gives its label ("Empty value") a place.
+    document.querySelectorAll('.gradio-container div.empty[aria-label]:not([role])')
+      .forEach((placeholder) => placeholder.setAttribute("role", "img"));
     const status = document.getElementById("lab-status");
     if (status) foldButton(status, "Device and models");
     // Gradio 6 gives a Markdown's classes to its block and to its text as well: fold the outer one only.

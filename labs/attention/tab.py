@@ -7,7 +7,6 @@ import math
 
 import gradio as gr
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -101,10 +100,8 @@ def map_table(r: AttentionRun, entropy: np.ndarray, patterns: list[list[str]]):
     """The layers × heads map: short pattern name and entropy in each cell, coloured by pattern."""
     rows = [[f"L{layer}"] + [f"{SHORT[patterns[layer][h]]} {entropy[layer, h]:.1f}" for h in range(r.num_heads)]
             for layer in range(r.num_layers)]
-    frame = pd.DataFrame(rows, columns=["layer"] + [f"H{h}" for h in range(r.num_heads)])
-    colours = [["background-color: #f9fafb"] + [f"background-color: {PATTERN_COLOURS[p]}" for p in row]
-               for row in patterns]
-    return frame.style.apply(lambda _: pd.DataFrame(colours, columns=frame.columns), axis=None)
+    colours = [["#f9fafb"] + [PATTERN_COLOURS[p] for p in row] for row in patterns]
+    return {"headers": ["layer"] + [f"H{h}" for h in range(r.num_heads)], "data": rows, "colours": colours}
 
 
 def pattern_legend(patterns: list[list[str]]) -> str:
@@ -214,8 +211,8 @@ def build(demo: gr.Blocks) -> None:
     with gr.Row():
         head_plot, grid_plot = gr.Plot(label="The chosen head"), gr.Plot(label="Every head of the chosen layer")
     counts, legend = gr.Markdown(), gr.HTML()
-    head_map = gr.Dataframe(label="Every layer × head: its pattern and attention entropy in bits "
-                                  "(click a cell to open that head)", interactive=False)
+    head_map = ui.table([], "Every layer × head: its pattern and attention entropy in bits (click a cell to open "
+                            "that head, or pick it with the sliders above)", clickable=True)
     result_json = ui.result_json()
     with gr.Accordion("Compare: an encoder and a causal LM on the same sentence", open=False):
         with gr.Row():

@@ -18,6 +18,7 @@ from labs.core.errors import message_for
 from labs.core.models import models
 from labs.core.ui import figure_text, links
 from labs.core.ui.escape import esc, md  # noqa: F401  (the tabs use ui.esc and ui.md)
+from labs.core.ui.table import ReadOnlyTable
 from labs.core.work import jobs, zerogpu
 from labs.core.work.endpoints import Endpoint
 
@@ -320,11 +321,13 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
 
 # Downloads happen in the browser, from the value already on screen: no request to the server.
 DOWNLOAD_JS = """(value) => {
-  const table = value && value.headers && value.data;
+  // A table's value is its HTML (labs/core/ui/table.py): its rows are read back from it, headers first.
+  const table = typeof value === "string" && value.includes("<table");
+  const rows = table ? [...new DOMParser().parseFromString(value, "text/html").querySelectorAll("tr")]
+                         .map((row) => [...row.cells].map((c) => c.textContent)) : [];
   const cell = (v) => { const s = String(v ?? "");
     return /[",\\n]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s; };
-  const text = table ? [value.headers, ...value.data].map((row) => row.map(cell).join(",")).join("\\n")
-                     : JSON.stringify(value, null, 2);
+  const text = table ? rows.map((row) => row.map(cell).join(",")).join("\\n") : JSON.stringify(value, null, 2);
   const link = document.createElement("a");
   link.href = URL.createObjectURL(new Blob([text], {type: table ? "text/csv" : "application/json"}));
   link.download = table ? "lm-lab-table.csv" : "lm-lab-result.json";
@@ -342,12 +345,12 @@ def result_json() -> gr.JSON:
     return box
 
 
-def table(headers: list[str], label: str = "", **kwargs) -> gr.Dataframe:
-    """A read-only table with copy and full screen (its toolbar), and a CSV download under it (a
-    Dataframe's toolbar takes no custom buttons)."""
-    frame = gr.Dataframe(headers=headers, interactive=False, label=label or None, buttons=["copy", "fullscreen"],
-                         **kwargs)
-    button = gr.Button("⬇ CSV", size="sm", elem_classes=["lab-csv"])
+def table(headers: list[str], label: str = "", **kwargs) -> ReadOnlyTable:
+    """A read-only table (labs/core/ui/table.py: an HTML table a screen reader reads row by row, a tab stop when
+    it scrolls), with a CSV download under it. clickable=True: a click on a cell sends the table's select event."""
+    with gr.Column(min_width=320):  # the table over its button, even in a row; a phone gives each row its width
+        frame = ReadOnlyTable(headers, label, **kwargs)
+        button = gr.Button("⬇ CSV", size="sm", elem_classes=["lab-csv"])
     button.click(None, frame, None, js=DOWNLOAD_JS, api_visibility="private")
     return frame
 
