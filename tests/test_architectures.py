@@ -93,7 +93,7 @@ def test_the_panel_in_the_browser_and_its_link(browser, app_server):
         expect(fold).to_have_class(re.compile(r"\bopen\b"))
         page.get_by_text("GPT-1, one layer as it runs (post-norm)").first.wait_for()
         panel = page.locator(".gr-accordion").filter(has_text="Published architectures, counted").first
-        panel.locator(".table-wrap").first.scroll_into_view_if_needed()  # a Dataframe draws its rows on screen
+        panel.locator(".lab-table-scroll").first.scroll_into_view_if_needed()  # the table, as a student scrolls to it
         screenshot(page, f"choosing-architectures-{width}")
         panel.get_by_text("174.60 B", exact=True).locator("visible=true").first.wait_for()  # GPT-3, counted
         # the course's figure beside the count

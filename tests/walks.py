@@ -31,6 +31,7 @@ class Lab:
     result: str
     first: str  # what the lab draws first when it opens (its default example)
     ran: str = ""  # where the run button's result is drawn, when it is not the main result
+    done: str = ""  # what shows once a run that streams past Gradio's own progress has ended
 
 
 LABS = (
@@ -47,7 +48,8 @@ LABS = (
         "text=Training signal:", "text=Training signal:"),
     Lab("choosing", "Choosing a model", "Template: {occupation} once, [MASK] where the pronoun goes", "Probe",
         ".lab-cards table", "text=What this shows, and what it does not"),
-    Lab("finetune", "Fine-tune", "Learning rate", "Fine-tune", "#ft-curves", "text=Trainable:"),
+    Lab("finetune", "Fine-tune", "Learning rate", "Fine-tune", "#ft-curves", "text=Trainable:",
+        done="#ft-progress >> text=Done."),  # its Stop button shows until then, a tab stop that then goes
     Lab("cost", "Cost & scale", "N: parameters (110M, 7B, 7e9)", "Compute the cost", ".lab-cost-result",
         ".js-plotly-plot:visible >> nth=3"),
     Lab("part_b", "Part A & B workbook", "5 skills", "Show the evidence", "#lab-part-b-card h3", "#lab-part-b-card h3",
@@ -215,6 +217,8 @@ def keyboard_walk(page, lab: Lab) -> dict:
     with page.expect_request(lambda r: "/gradio_api/queue/join" in r.url or "/gradio_api/run/" in r.url, timeout=30000):
         page.keyboard.press("Enter")
     settle(page)
+    if lab.done:
+        page.locator(lab.done).first.wait_for(timeout=180000)
     result = page.locator(lab.ran or lab.result).locator("visible=true").first.element_handle(timeout=180000)
     walk["to_result"] = press_until(page, "Tab", AT_RESULT, result, limit=60)
     return walk
