@@ -90,16 +90,9 @@ CHARTS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(e 
 })"""
 
 
-@contextlib.contextmanager
 def lab_page(browser, url: str, lab: Lab, view: dict, query: str = ""):
     """A new page in this view with the lab opened by its link and its default example drawn; closed after."""
-    context = browser.new_context(**view)
-    try:
-        page = context.new_page()
-        open_lab(page, url, lab, query)
-        yield page
-    finally:
-        context.close()
+    return KeptPages(browser, url, view).walk(lab, query)
 
 
 class KeptPages(dict):
@@ -113,7 +106,8 @@ class KeptPages(dict):
 
     @contextlib.contextmanager
     def walk(self, lab: Lab, query: str = "", view: dict | None = None, keep: bool = False):
-        """lab_page's page (in `view`, this file's by default), kept afterwards when asked and the walk passed."""
+        """A new page in `view` (this file's by default) with the lab opened by its link and its default example
+        drawn; kept afterwards when asked and the walk passed, else closed."""
         context = self.browser.new_context(**(view or self.view))
         try:
             page = context.new_page()

@@ -1,8 +1,9 @@
 """A read-only table drawn as an HTML <table>: a caption, column headers a screen reader announces with each cell,
-and a tab stop on its box when the box scrolls (assets/js/fold.js). Gradio's Dataframe draws a virtual grid instead (role=grid, rows drawn only
-while on screen, no row roles), which axe-core flags and a screen reader cannot read row by row; it also costs the
-page a heavy component per table. A lab's handler returns the same values as before (a pandas DataFrame, a list
-of rows, or {"headers", "data"}); this component turns them into the table's HTML, every cell escaped."""
+and a tab stop on its box when the box scrolls (assets/js/fold.js). Gradio's Dataframe draws a virtual grid
+instead (role=grid, rows drawn only while on screen, no row roles), which axe-core flags and a screen reader
+cannot read row by row. A lab's handler returns the same values as before (a pandas DataFrame, a list of rows,
+or {"headers", "data"} with an optional "colours"); this component turns them into the table's HTML, every cell
+escaped."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def cell_text(value: Any) -> str:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Number) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)  # numpy's bool_ is no Number
 
 
 def table_parts(value: Any, headers: Sequence[str]) -> tuple[list[str], list[list[Any]], list[list[str]]]:
