@@ -1,4 +1,5 @@
-"""LM Lab: see how pre-trained language models work. Builds the Gradio app from the labs and launches it.
+"""Assembles LM Lab from the labs (one tab per lab in GROUPS, the API endpoints each lab declares) and launches it:
+see how pre-trained language models work.
 
 Run:  python app.py   (127.0.0.1:7860; GRADIO_SERVER_NAME / GRADIO_SERVER_PORT override, as on a Space)
 """

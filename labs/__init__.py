@@ -1,1 +1,2 @@
-"""LM Lab: one module per lab, plus the shared model layer (models.py) and UI helpers (ui.py)."""
+"""The labs, one folder each (its compute modules, its tab.py, and its endpoints.py: the API endpoints it declares,
+each a name, a compute function and a description), and core/, what the labs share. A lab never imports another."""

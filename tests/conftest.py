@@ -319,6 +319,21 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+WIDTHS = ((1280, 900), (390, 844))  # a desktop's screen, then a phone's
+
+
+def at_each_width(page):
+    """The same drawn page at a desktop's width, then at a phone's (laid out again, not opened again: a phone's
+    own mode, touch and all, is walked for every lab in tests/test_phone.py). Yields each width for the test's
+    checks; at a phone's width the page must not scroll sideways."""
+    for width, height in WIDTHS:
+        page.set_viewport_size({"width": width, "height": height})
+        yield width
+        if width < 600:
+            overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
+            assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px"
+
+
 def linked_inputs(lab: str) -> dict:
     """What the lab's tab registers for its links (parameter -> what it accepts), built alone, the shared
     registries left as they were."""

@@ -202,3 +202,32 @@ def test_the_costliest_test_files_in_the_architecture_page_are_the_measured_ones
 
     assert costliest_tests.page_with(costliest_tests.table()) == costliest_tests.PAGE.read_text(), \
         "docs/architecture.md is out of date: python -m tools.costliest_tests"
+
+
+def test_the_architecture_layout_is_generated_from_the_docstrings():
+    from tools import architecture_layout
+
+    assert architecture_layout.page_with(architecture_layout.block()) == architecture_layout.PAGE.read_text(), \
+        "docs/architecture.md's layout is out of date: python -m tools.architecture_layout"
+
+
+def test_the_architecture_layout_names_every_module_under_labs():
+    """Every .py file under labs/ has its line in the committed layout (a package's __init__.py: its folder's line)."""
+    from tools import architecture_layout
+
+    text = architecture_layout.PAGE.read_text()
+    layout = text[text.index(architecture_layout.BEGIN):text.index(architecture_layout.END)]
+    named = architecture_layout.named_files(layout)
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "labs").rglob("*.py") if "__pycache__" not in p.parts}
+    assert not modules - named, f"not in docs/architecture.md's layout (python -m tools.architecture_layout): " \
+                                f"{sorted(modules - named)}"
+
+
+def test_each_lab_is_named_by_its_tab_title_without_a_number():
+    """A lab's package docstring opens with the title the app shows for it (tab.py's TITLE), as the layout does."""
+    from tools import architecture_layout
+
+    for folder in sorted(p for p in (ROOT / "labs").iterdir() if architecture_layout.lab_title(p)):
+        doc = architecture_layout.docstring(folder / "__init__.py")
+        assert doc.startswith(f"{architecture_layout.lab_title(folder)}: "), f"{folder.name}: {doc[:60]!r}"
+        assert not re.search(r"\b[Ll]ab \d", doc), f"{folder.name} numbers its lab: {doc[:60]!r}"

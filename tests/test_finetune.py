@@ -277,8 +277,9 @@ def test_finetune_api_bad_input(client, tiny_models):
         client.predict(tiny_models["causal"], "full", 1e-3, 1, 8, 32, 0, False, api_name="/finetune")
 
 
-def test_finetune_tab_in_the_browser(page):
-    open_tab(page, "Fine-tune")
+def test_finetune_tab_in_the_browser(page, tiny_models):
+    # By a link, on the tiny model: the real MiniLM's default run is test_minilm_default_run_beats_from_scratch's.
+    page.goto(f"{page.lab_url}?tab=finetune&model={tiny_models['masked']}", wait_until="load")
     page.get_by_text("Trainable:").first.wait_for(timeout=60000)
     page.get_by_role("button", name="Fine-tune", exact=True).click()
     page.get_by_text("before →").first.wait_for(timeout=120000)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import linked_inputs, minilm_folder, screenshot
+from conftest import at_each_width, linked_inputs, minilm_folder, screenshot
 from gradio_client.exceptions import AppError
 from transformers import AutoTokenizer
 
@@ -128,17 +128,17 @@ def test_the_api_and_the_link(client):
 
 
 def test_the_panel_draws_in_a_browser(browser, app_server):
-    for width, height, mobile in ((1280, 900, False), (390, 844, True)):
-        context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=mobile)
-        page = context.new_page()
-        page.goto(f"{app_server['url']}?tab=finetune&acc_batch=32&acc_micro=4", wait_until="load")
-        page.locator("#ft-accumulation").wait_for(state="attached", timeout=300000)  # the whole app renders first
-        page.get_by_text(tab_accumulation.TITLE).click(timeout=120000)
-        page.get_by_role("button", name=tab_accumulation.BUTTON).click()
-        words = page.locator("#ft-accumulation-summary")
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{app_server['url']}?tab=finetune&acc_batch=32&acc_micro=4", wait_until="load")
+    page.locator("#ft-accumulation").wait_for(state="attached", timeout=300000)  # the whole app renders first
+    page.get_by_text(tab_accumulation.TITLE).click(timeout=120000)
+    page.get_by_role("button", name=tab_accumulation.BUTTON).click()
+    words = page.locator("#ft-accumulation-summary")
+    for width in at_each_width(page):
         words.get_by_text("B = 32 as 4 micro-batches of 8").wait_for(timeout=300000)
         assert "cosine similarity" in words.inner_text()
         page.locator("#ft-accumulation").get_by_text("micro-batch 4 of 4").wait_for(timeout=60000)
         words.scroll_into_view_if_needed()
         screenshot(page, f"finetune_accumulation_{width}")
-        context.close()
+    context.close()

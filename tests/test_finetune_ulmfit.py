@@ -127,20 +127,20 @@ def test_on_the_real_smollm2_a_short_middle_stage_and_a_classifier():
     assert type(clf).__name__ == "LlamaForSequenceClassification"
 
 
-@pytest.mark.timeout(1800)  # two page sizes, each a run on a tiny model
+@pytest.mark.timeout(1800)  # a run on a tiny model
 def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
-    from conftest import screenshot
+    from conftest import at_each_width, screenshot
 
-    for width, height, mobile in ((1280, 900, False), (390, 844, True)):
-        context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=mobile)
-        page = context.new_page()
-        page.goto(f"{app_server['url']}?tab=finetune&ulmfit_model={tiny_models['causal']}&labelled=8&lm_epochs=1"
-                  "&ulmfit_epochs=1", wait_until="load")
-        page.get_by_text(tab_ulmfit.TITLE).click()
-        page.get_by_role("button", name=tab_ulmfit.BUTTON).click()
-        panel = page.locator("#ft-ulmfit")
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{app_server['url']}?tab=finetune&ulmfit_model={tiny_models['causal']}&labelled=8&lm_epochs=1"
+              "&ulmfit_epochs=1", wait_until="load")
+    page.get_by_text(tab_ulmfit.TITLE).click()
+    page.get_by_role("button", name=tab_ulmfit.BUTTON).click()
+    panel = page.locator("#ft-ulmfit")
+    for width in at_each_width(page):
         panel.locator(".js-plotly-plot").first.wait_for(timeout=300000)
         panel.get_by_text("points on 88 validation reviews").wait_for(timeout=60000)
         panel.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
         screenshot(page, f"finetune_ulmfit_{width}")
-        context.close()
+    context.close()

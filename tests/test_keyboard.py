@@ -23,7 +23,6 @@ from walks import (
     assert_accessible,
     json_box_stops,
     keyboard_walk,
-    open_lab,
     settle,
 )
 
@@ -35,13 +34,6 @@ PRESENTER_RESULTS = {"Tokens": ".lab-token-row", "Fill in the blank": ".js-plotl
                      "Next token": "#nt-chart .js-plotly-plot", "Masks": ".js-plotly-plot",
                      "Attention": "iframe", "Embeddings": ".js-plotly-plot", "Fine-tune": "#ft-run"}
 FIRST_SCREEN = PRESENTER["viewport"]["height"]
-
-
-@pytest.fixture
-def desk(browser):
-    context = browser.new_context(**DESKTOP)
-    yield context.new_page()
-    context.close()
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +70,22 @@ def leave_presenter_view(page) -> None:
     settle(page)  # plotly redraws its charts at the new size
 
 
+def assert_skip_link_lands_in_the_lab(desk) -> None:
+    """"Skip to the lab" is the page's first tab stop, shown once it has the focus, and lands in the open lab."""
+    # The keys start from the top of the page again, as on a page just opened: the focus (on the header's toggle)
+    # moves to a mark before everything, which then goes.
+    desk.evaluate("() => { const mark = document.createElement('span'); mark.tabIndex = -1;"
+                  " document.body.prepend(mark); mark.focus(); mark.remove(); window.scrollTo(0, 0); }")
+    desk.keyboard.press("Tab")
+    assert desk.evaluate("() => document.activeElement.id") == "lab-skip"
+    assert desk.locator("#lab-skip").bounding_box()["y"] >= 0  # shown once it has the focus
+    desk.keyboard.press("Enter")
+    desk.keyboard.press("Tab")
+    where = desk.evaluate("() => { const p = document.activeElement.closest('[role=tabpanel]');"
+                          " return p && p.querySelector('.lab-explainer') ? 'lab' : document.activeElement.tagName; }")
+    assert where == "lab"
+
+
 @pytest.mark.parametrize("lab", PAGES, ids=[lab.id for lab in PAGES])
 def test_every_lab_in_presenter_view_then_on_the_desktop_is_accessible_and_runs_from_the_keyboard_alone(
         desktop_pages, tiny_models, lab):
@@ -87,6 +95,8 @@ def test_every_lab_in_presenter_view_then_on_the_desktop_is_accessible_and_runs_
         assert_presented(desk, lab)
         leave_presenter_view(desk)
         assert_accessible(desk, lab)  # before the keyboard walk runs the lab
+        if lab.id == "masks":  # one lab's page is enough for the page's own first stop
+            assert_skip_link_lands_in_the_lab(desk)
         if not lab.run:
             return
         assert all(stops <= 1 for stops in json_box_stops(desk)), json_box_stops(desk)
@@ -97,18 +107,6 @@ def test_every_lab_in_presenter_view_then_on_the_desktop_is_accessible_and_runs_
         for _ in range(walk["to_result"]):
             desk.keyboard.press("Shift+Tab")
         assert desk.evaluate("() => document.activeElement.innerText.trim()") == lab.run
-
-
-def test_skip_to_the_lab_is_the_first_tab_stop_and_lands_in_the_open_lab(desk, app_server):
-    open_lab(desk, app_server["url"], next(lab for lab in LABS if lab.id == "masks"))
-    desk.keyboard.press("Tab")
-    assert desk.evaluate("() => document.activeElement.id") == "lab-skip"
-    assert desk.locator("#lab-skip").bounding_box()["y"] >= 0  # shown once it has the focus
-    desk.keyboard.press("Enter")
-    desk.keyboard.press("Tab")
-    where = desk.evaluate("() => { const p = document.activeElement.closest('[role=tabpanel]');"
-                          " return p && p.querySelector('.lab-explainer') ? 'lab' : document.activeElement.tagName; }")
-    assert where == "lab"
 
 
 def _hex(rgb: str) -> str:

@@ -7,7 +7,8 @@ tests/zerogpu_emulator.py.
 - Each decorated function, for every kind of work sent to it, returns in a forked child what it returns here.
 - Stop crosses the fork; a refused or lost call runs on the CPU, saying so, without repeating what was seen.
 - The app on (emulated) ZeroGPU starts, reports its GPU functions, serves every endpoint with 0 tracebacks,
-  trains in GPU calls, and runs on the CPU when spaces raises its own quota error, saying so in one line."""
+  trains in GPU calls, and runs on the CPU when spaces raises its own quota error, saying so in one line.
+- Stopped, the app leaves nothing running: neither itself nor the GPU workers spaces forked from it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import math
 import multiprocessing
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import cloudpickle
 import numpy as np
+import psutil
 import pytest
 import spaces.utils  # before any test sets SPACES_ZERO_GPU: off ZeroGPU, importing spaces patches nothing
 from conftest import ROOT, WORK, free_port, screenshot
@@ -306,6 +309,118 @@ def test_a_stream_lost_midway_goes_on_on_the_cpu_without_repeating_an_event(tiny
     assert zerogpu.seconds_for("finetune", 400) > asked_before  # aborted, maybe for its duration: more next time
 
 
+# ---------------------------------------------------------------- stopping the app: nothing left behind
+
+
+def running(process: psutil.Process) -> bool:
+    """Still running: neither ended nor a zombie (an orphan's exit its new parent has not collected yet)."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def still_running(pgid: int, started: list[psutil.Process]) -> list[psutil.Process]:
+    """The processes of group `pgid` still running, and those of `started` (its descendants: one may have left
+    the group)."""
+    found = {p.pid: p for p in started}
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid:
+                found.setdefault(p.pid, p)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return [p for p in found.values() if running(p)]
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 15.0) -> list[str]:
+    """Stops a process started with start_new_session=True, all of its process group (the GPU workers spaces
+    forked from the app, orphans once the app has ended: a SIGTERM to the app alone left them running) and
+    whatever else it started: SIGTERM, then SIGKILL to what is left after `grace` seconds. Returns what is still
+    running after that (nothing)."""
+    try:
+        started = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        started = []
+    left = []
+    for sig, seconds in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:  # the group has ended
+            pass
+        for p in still_running(proc.pid, started):  # one that left the group
+            try:
+                p.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+        deadline = time.monotonic() + seconds
+        while True:
+            proc.poll()  # collects the app's exit
+            left = still_running(proc.pid, started)
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if not left:
+            break
+    described = []
+    for p in left:
+        try:
+            described.append(f"{p.pid} {' '.join(p.cmdline())}")
+        except psutil.NoSuchProcess:  # ended meanwhile
+            pass
+    return described
+
+
+TWO_GPU_FUNCTIONS = """
+import os, time, spaces
+
+@spaces.GPU(duration=10)
+def one():
+    return os.getpid()
+
+@spaces.GPU(duration=10)
+def other():
+    return os.getpid()
+
+print("workers", one(), other(), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("stop", ["the group", "the emulator alone"])
+def test_a_stopped_emulator_leaves_none_of_the_gpu_workers_spaces_forked_running(stop, tmp_path):
+    """What the app does at its first GPU calls (spaces forks a worker per decorated function and keeps it for the
+    next call), then stopped as zero_gpu_app stops it (its whole group), or with a SIGTERM to the emulator alone."""
+    from zerogpu_emulator import DeviceAPI
+
+    api, script = DeviceAPI(), tmp_path / "two_gpu_functions.py"
+    script.write_text(TWO_GPU_FUNCTIONS)
+    env = dict(os.environ, **api.env(), TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "tests.zerogpu_emulator", str(script)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        line = ""
+        while not line.startswith("workers"):  # spaces' own lines first
+            line = proc.stdout.readline()
+            assert line, "the emulator ended before its GPU calls"
+        workers = [psutil.Process(int(pid)) for pid in line.split()[1:]]
+        assert sorted(api.allowed) == sorted(w.pid for w in workers) and proc.pid not in api.allowed
+        assert all(running(w) and w.pid != proc.pid for w in workers)
+        if stop == "the group":
+            assert stop_group(proc) == []
+        else:
+            proc.terminate()
+            proc.wait(30)
+            deadline = time.monotonic() + 10
+            while any(running(w) for w in workers) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        assert [w.pid for w in workers if running(w)] == []
+    finally:
+        stop_group(proc)
+        proc.stdout.close()
+        api.close()
+
+
 # ---------------------------------------------------------------- the app on ZeroGPU (spaces' own code)
 
 
@@ -322,25 +437,24 @@ def zero_gpu_app(tiny_models):
     env = dict(os.environ, **api.env(), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
                TMPDIR=str(WORK / "zerogpu-tmp"), LAB_DATA_DIR=str(WORK / "zerogpu-data"), LAB_DEVICE="cpu",
                LAB_GPU_MODELS=str(build("tiny-llama-gpu", ARCHITECTURES["tiny-llama-gpu"])))
+    # A process group of its own, stopped whole (stop_group): the app and the GPU workers spaces forks from it.
     proc = subprocess.Popen([sys.executable, "-m", "tests.zerogpu_emulator", "app.py"], cwd=ROOT, env=env,
-                            stdout=log_path.open("w"), stderr=subprocess.STDOUT)
-    url, started = f"http://127.0.0.1:{port}/", time.monotonic()
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2).read(100)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() - started > 240:
-                proc.kill()
-                pytest.fail(f"the app did not start on ZeroGPU:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.3)
-    yield {"url": url, "api": api, "log": log_path, "client": Client(url, verbose=False)}
-    proc.terminate()
+                            stdout=log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    api.close()
+        url, started = f"http://127.0.0.1:{port}/", time.monotonic()
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2).read(100)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() - started > 240:
+                    pytest.fail(f"the app did not start on ZeroGPU:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield {"url": url, "api": api, "log": log_path, "client": Client(url, verbose=False)}
+    finally:  # also when the app did not start, or a test failed
+        left = stop_group(proc)
+        api.close()
+    assert left == [], f"still running after the app was stopped: {left}"
 
 
 def log_since(path: Path, offset: int) -> list[str]:

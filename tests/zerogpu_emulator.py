@@ -8,14 +8,19 @@ those four requests as the service does, and a test sets what /schedule answers 
 used up, a duration past the maximum, or no GPU free. Everything else is spaces' real code: the torch patching
 in the app's process, the fork, the pickling, the client and its errors. `python -m tests.zerogpu_emulator
 app.py` starts the app that way; the two steps that need an NVIDIA device (spaces.zero.torch.init and .move)
-are skipped, so a call's work runs on the worker's CPU."""
+are skipped, so a call's work runs on the worker's CPU. A SIGTERM ends the app and the GPU workers spaces forked."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import multiprocessing.connection
+import os
 import runpy
+import signal
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -94,6 +99,24 @@ def _never_in_bad_fork() -> bool:
     return False
 
 
+def _stop_with_workers(signum, frame) -> None:
+    """SIGTERM: spaces forks its GPU workers (one per decorated function, kept for the next call) as daemon
+    processes, which a process ended by a signal leaves behind: orphans that never see the app go, each holding
+    both ends of its own queue. The signal goes on to them (spaces' worker then closes its queue and ends), what
+    has not ended after 5 s is killed, and this process ends as SIGTERM ends it (no exit handlers, as before)."""
+    pending = {worker.sentinel: worker for worker in multiprocessing.active_children()}
+    for worker in pending.values():
+        worker.terminate()
+    deadline = time.monotonic() + 5
+    while pending and (left := deadline - time.monotonic()) > 0:
+        for ended in multiprocessing.connection.wait(list(pending), timeout=left):
+            del pending[ended]
+    for worker in pending.values():
+        worker.kill()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def run_as_on_zero_gpu(script: str) -> None:
     """Run `script` (app.py) with spaces' ZeroGPU code, skipping only what needs an NVIDIA device."""
     import torch
@@ -106,6 +129,7 @@ def run_as_on_zero_gpu(script: str) -> None:
 
     zero_torch.init = lambda nvidia_uuid: None  # CUDA_VISIBLE_DEVICES and a first CUDA tensor
     zero_torch.move = lambda callback=None: None  # the packed tensors to the GPU
+    signal.signal(signal.SIGTERM, _stop_with_workers)
     sys.argv = [script]
     runpy.run_path(script, run_name="__main__")
 

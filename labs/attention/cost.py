@@ -1,7 +1,8 @@
-"""Attention, what it costs: one forward pass of the real model timed at growing input lengths, one layer
-taken apart (the Q/K/V and output projections and the feed-forward grow with n; the scores QKᵀ, the softmax
-and the weighted sum grow with n²), the bytes of the attention matrix beside the feed-forward's activations,
-and what happens past the model's position limit (the real error, or the truncation).
+"""Attention, what it costs: one forward pass of the real model timed at growing input lengths, one layer taken
+apart, the attention matrix's bytes, and what happens past the position limit. In the layer, the Q/K/V and output
+projections and the feed-forward grow with n, and the scores QKᵀ, the softmax and the weighted sum with n²; the
+attention matrix's bytes go beside the feed-forward's activations; past the model's position limit comes the real
+error, or the truncation.
 
 Measured live, once per model and server (a shared job: identical requests wait for the one in flight and
 then get the kept curve). Timings are wall-clock medians on this server's CPU while other students may be

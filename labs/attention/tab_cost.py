@@ -1,6 +1,7 @@
-"""Attention, panel "What attention costs, and long documents": one forward pass timed against the input
-length, one layer's n² part beside its n parts, what happens past the position limit (cost.py), and a long
-review read four ways, as textbook 20.11.2 lists them (long_document.py)."""
+"""Attention, panel "What attention costs, and long documents": attention's cost against the input length (cost.py),
+and a long review read four ways (long_document.py). One forward pass is timed against the input length, one layer's
+n² part shown beside its n parts, and what happens past the position limit; the four ways are the ones textbook
+20.11.2 lists."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Choosing a model, published architectures counted: GPT-1, GPT-2, GPT-3, BERT, ALBERT and T5 at their published
-sizes, each built from its config with transformers' own model class on PyTorch's meta device (shapes only: no
-weights, no memory, no download), then read back as the code runs it:
+sizes, built on PyTorch's meta device and read back as the code runs them. Each is built from its config with
+transformers' own model class on the meta device (shapes only: no weights, no memory, no download), then read back:
 
 - the parameters, by part (embeddings, the layer stack, the rest), beside the figure the course gives;
 - the floating-point operations of one forward pass over `tokens` tokens (torch's FlopCounterMode);

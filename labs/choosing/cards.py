@@ -1,6 +1,6 @@
-"""Choosing a model, the model card: for every model offered here, what its config and weights say
-(family, layers, hidden size, heads, vocabulary and tokenizer kind, parameters split into embeddings and
-the rest, pre-training objective), and the latency of one forward pass, measured live once per process.
+"""Choosing a model, the model card: for every model offered here, what its config and weights say, and the latency
+of one forward pass, measured live once per process. The card gives the family, layers, hidden size, heads,
+vocabulary and tokenizer kind, the parameters split into embeddings and the rest, and the pre-training objective.
 
 Read from the loaded model (`models.load`), never from a published table: the counts are sum(p.numel())
 of the weights in memory. Hub models that cannot be reached here get a row that says so."""

@@ -1,7 +1,7 @@
-"""Choosing a model, "Check the course": every worked example and checkable figure of the course's five
-documents that a model, a tokenizer, the library or the cited paper can check, quoted exactly (document
-and slide or section), beside what the real model or source gives, with a verdict: "agrees", "differs"
-or "not measured here" (a model only the Hub has), and one line of explanation.
+"""Choosing a model, "Check the course": every worked example and checkable figure of the course's five documents,
+quoted exactly, beside what the real model or source gives. Each is one that a model, a tokenizer, the library or
+the cited paper can check, quoted with its document and slide or section, and gets a verdict ("agrees", "differs" or
+"not measured here": a model only the Hub has) and one line of explanation.
 
 The quotes are the documents' own text (tests/test_course.py finds each, verbatim, in ../shared/course);
 the measurements run now, on the models this server has. Sources for the published figures are named in

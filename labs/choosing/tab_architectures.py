@@ -1,6 +1,6 @@
-"""Choosing a model, published architectures counted (labs/choosing/architectures.py): GPT-1 to GPT-3, BERT and
-ALBERT, T5's sizes, each built at its published sizes on the meta device and read back: parameters beside the
-course's figure, the compute of one forward pass, and one layer in the order it runs."""
+"""Choosing a model, panel: published architectures counted (labs/choosing/architectures.py), GPT-1 to GPT-3, BERT,
+ALBERT and T5's sizes. Each is built at its published sizes on the meta device and read back: its parameters beside
+the course's figure, the compute of one forward pass, and one layer in the order it runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Choosing a model, panels 3 and 4: bias inherited from pre-training (B7) and domain shift."""
+"""Choosing a model, two panels: bias inherited from pre-training (B7) and domain shift."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Choosing a model, panel 1: the model card table (every model offered here, read from its config and
+"""Choosing a model, panel: the model card table (every model offered here, read from its config and
 weights; latency on a button, measured once per process) and "Check the course": the course's own examples,
 quoted exactly, beside what the real models and sources give."""
 

@@ -1,4 +1,4 @@
-"""Choosing a model, panel 2: distillation checked (DistilBERT against BERT on the same blanks)."""
+"""Choosing a model, panel: distillation checked (DistilBERT against BERT on the same blanks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Choosing a model, panel 2: prompting without training. The prompt exactly as the model reads it and
+"""Choosing a model, panel: prompting without training. The prompt exactly as the model reads it and
 its two label probabilities (on page load: one forward pass), and on a button the accuracy curve against
 the number of examples in the prompt, natural labels beside arbitrary ones."""
 

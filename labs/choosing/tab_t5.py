@@ -1,4 +1,4 @@
-"""Choosing a model, panel 6: one model for every task, T5's text-to-text prefixes (textbook 20.10.1). The raw
+"""Choosing a model, panel: one model for every task, T5's text-to-text prefixes (textbook 20.10.1). The raw
 text in (prefix + text, its tokens) and the raw text out of greedy generate; offline, what T5 would read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Choosing a model, panel 5: which model for which task (B4). A task card; the student picks an
+"""Choosing a model, panel: which model for which task (B4). A task card; the student picks an
 architecture and a head; the pick is checked against the course's table and, where this server has the
 matching kind of model, it runs on the student's text."""
 

@@ -1,4 +1,4 @@
-"""Choosing a model, panel 3: distillation with temperature. The teacher's distribution over a blank softened at
+"""Choosing a model, panel: distillation with temperature. The teacher's distribution over a blank softened at
 T = 1, 2, 5, the student's beside it, and the loss α·L_CE + β·L_distill + γ·L_cos on the real pair."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Choosing a model, distillation with temperature (Textbook 20.9.3): the teacher's distribution over one blank
-softened at T = 1, 2, 5, the student's beside it, and DistilBERT's loss with the textbook's terms,
+"""Choosing a model, distillation with temperature (Textbook 20.9.3): the teacher's softened distribution beside the
+student's, and DistilBERT's loss on the real pair. The teacher's distribution over one blank is softened at T = 1,
+2, 5, the student's goes beside it, and DistilBERT's loss has the textbook's terms,
 
     L = α · L_CE + β · L_distill + γ · L_cos,
 

@@ -1,1 +1,2 @@
-"""Ask the class: the lecturer asks, the class answers from their phones, the projector shows the class beside the model."""
+"""Ask the class: the lecturer asks, the class answers from their phones, and the projector shows the class's
+answers beside the model's."""

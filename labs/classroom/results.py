@@ -1,7 +1,7 @@
-"""A revealed question as the projector and the students see it: the class's answers beside the model's, and
-the comparison no other tool shows (the model's rank of the class's favourite, the class's share of the
-model's favourite, the model's perplexity on the class, the top-5 overlap). For choices and numbers: a
-histogram and the right answer.
+"""A revealed question as the projector and the students see it: the class's answers beside the model's, and the
+comparison no other tool shows. The comparison: the model's rank of the class's favourite, the class's share of the
+model's favourite, the model's perplexity on the class, the top-5 overlap. For choices and numbers: a histogram and
+the right answer.
 
 Computed from what the reveal stored (every distinct answer with its count and the model's score), the
 answers the lecturer hid, and the projector's minimum count (rarer answers are shown as "other (n)")."""

@@ -1,4 +1,6 @@
-"""What the labs share. Each room says what goes in it:
+"""What the labs share, in four rooms (models/, work/, serving/, ui/) and errors.py; core imports no lab.
+
+Each room says what goes in it:
 
 - models/   which models are offered (registry: names, families, constants; offered: what this server
             offers), loading them with the head a lab asks for (models), the offline copies and downloads;

@@ -1,2 +1,2 @@
-"""Lab 9, "Cost & scale": presets.py (every published figure), compute.py, memory.py, scaling.py, course.py,
-measure.py (no gradio), then tab.py and its panels."""
+"""Cost & scale: training compute (6·N·D), time, money, energy and carbon from published figures, memory for
+training and inference, scaling laws, the course's figures checked, and this server's own training speed, measured."""

@@ -1,6 +1,7 @@
-"""The course's figures, checked: Part B's carbon exercise answered, and each figure the course states (quoted
-from course_quotes) beside the calculator's estimate from published N, D and hardware, with a note where they
-disagree and why; a figure in none of the documents is shown as LM Lab's computation, never as the course's."""
+"""Cost & scale, the course's figures checked: Part B's carbon exercise answered, and each figure the course states
+beside the calculator's estimate. The course's figures are quoted from course_quotes; the estimates come from
+published N, D and hardware, with a note where they disagree and why; a figure in none of the documents is shown as
+LM Lab's computation, never as the course's."""
 
 from __future__ import annotations
 

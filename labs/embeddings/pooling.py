@@ -1,6 +1,7 @@
-"""Embeddings, sentence vectors: three ways to pool a sentence's last-layer token vectors into one
-vector ([CLS], the mean, the element-wise max), each sentence's cosine similarity with every other, and
-how well each finds a sentence's paraphrase among the others (top-1 accuracy, mean reciprocal rank).
+"""Embeddings, sentence vectors: a sentence's last-layer token vectors pooled three ways, each sentence's cosine
+similarity with every other, and how well each pooling finds a paraphrase. The three ways are the [CLS] vector, the
+mean and the element-wise max; each is scored by how well it finds a sentence's paraphrase among the others (top-1
+accuracy, mean reciprocal rank).
 
 preprocess (one sentence per line, optional " | label": sentences with the same label are paraphrases;
 unlabelled ones are distractors) → forward (the lab's shared hidden-states pass, `lm.hidden_states`: one

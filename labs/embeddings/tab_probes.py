@@ -1,6 +1,7 @@
-"""Embeddings, panel "What each layer knows": a linear probe per layer for five properties (position, part of
-speech, grammatical subject, agent or patient, word sense), held-out accuracy beside a majority-class baseline,
-and whether the textbook's surface → syntax → semantics picture holds on this model."""
+"""Embeddings, panel "What each layer knows": a linear probe per layer for five properties, its held-out accuracy
+beside a majority-class baseline. The properties are position, part of speech, grammatical subject, agent or
+patient, and word sense; the panel says whether the textbook's surface → syntax → semantics picture holds on this
+model."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Lab 1, "Fill in the blank": compute.py (no gradio), then tab.py."""
+"""Fill in the blank: what a masked LM predicts for each blank and how sure it is, beside what a causal LM predicts
+from the left context alone."""

@@ -1,7 +1,7 @@
-"""Fine-tune, gradient accumulation (textbook 20.11.4): one batch of B labelled examples gives the same gradient,
-and after one AdamW step the same weights, as k micro-batches of B/k whose losses are divided by k and whose
-gradients add up in `.grad` (loss.backward() k times, then one optimizer step) — while each forward pass keeps only
-a micro-batch's activations for the backward pass.
+"""Fine-tune, gradient accumulation (textbook 20.11.4): k micro-batches give the same gradient, and after one AdamW
+step the same weights, as one batch of all their examples. One batch of B labelled examples against k micro-batches
+of B/k whose losses are divided by k and whose gradients add up in `.grad` (loss.backward() k times, then one
+optimizer step), while each forward pass keeps only a micro-batch's activations for the backward pass.
 
 The model is the lab's own: the encoder with the task's new head (training.load_and_encode), on B rows of the
 task's built-in training set (training.encoded_sets). Dropout is off (model.eval()): with it on, every forward pass

@@ -1,7 +1,7 @@
-"""Fine-tune, the ways to fine-tune side by side (the course's strategies): feature extraction (a linear
-head on the frozen encoder), partial fine-tuning (embeddings and the bottom half frozen), full fine-tuning,
-layer-wise learning-rate decay, and three parameter-efficient methods with peft (LoRA, prompt tuning, prefix
-tuning), run one after another on the same task, data, seed and settings."""
+"""Fine-tune, the ways to fine-tune side by side (the course's strategies), run one after another on the same task,
+data, seed and settings. The four classic ones are feature extraction (a linear head on the frozen encoder), partial
+fine-tuning (embeddings and the bottom half frozen), full fine-tuning and layer-wise learning-rate decay; the three
+parameter-efficient ones come from peft (LoRA, prompt tuning, prefix tuning)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Fine-tune, why not every task fine-tunes the same way: the course's recipes (quoted from the lecture's
-Appendix D and its hyper-parameter slide), this lab's default for each task, why they differ, and both
-settings run on the same data and seed (a shared job: a class asking for the same pair trains it once)."""
+"""Fine-tune, why not every task fine-tunes the same way: the course's recipes beside this lab's default for each
+task, why they differ, and both settings run. The recipes are quoted from the lecture's Appendix D and its
+hyper-parameter slide; both settings run on the same data and seed (a shared job: a class asking for the same pair
+trains it once)."""
 
 from __future__ import annotations
 

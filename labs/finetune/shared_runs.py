@@ -1,6 +1,6 @@
-"""Fine-tune, runs as shared jobs (labs.core.work.jobs): a fine-tune run and the strategy comparison are keyed by
-everything that determines their result (the settings, the data's content, from scratch or not), so a
-class pressing the same button trains once; different runs queue fairly for the training slots.
+"""Fine-tune, runs as shared jobs (labs.core.work.jobs): a class pressing the same button trains once, and different
+runs queue fairly for the training slots. A fine-tune run and the strategy comparison are keyed by everything that
+determines their result (the settings, the data's content, from scratch or not).
 
 The `finetune` and `compare_strategies` API endpoints are here: they stream {"status": "queued", "ahead",
 "eta_s"} while the job waits, then what they streamed before (the running events and the result)."""

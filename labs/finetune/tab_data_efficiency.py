@@ -1,6 +1,6 @@
-"""Fine-tune, panel "How little labelled data pre-training needs": one button draws accuracy against the number of
-labelled examples, pre-trained vs from scratch (a shared job: a class pressing it with the same settings trains
-once), beside the lecture's worked example of data efficiency, quoted."""
+"""Fine-tune, panel "How little labelled data pre-training needs": accuracy against the number of labelled examples,
+pre-trained vs from scratch, on one button. It is a shared job (a class pressing it with the same settings trains
+once), shown beside the lecture's worked example of data efficiency, quoted."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Fine-tune, following a run: the handler behind the Fine-tune button follows a shared job (labs.core.work.jobs):
-the place in the queue while it waits, the live curves while it trains (one figure per point of the run,
-shared by every student who follows it), then the results; Stop leaves the run."""
+"""Fine-tune, following a run: the handler behind the Fine-tune button follows a shared job (labs.core.work.jobs)
+until its results; Stop leaves the run. While the job waits it shows the place in the queue; while it trains, the
+live curves (one figure per point of the run, shared by every student who follows it); then the results."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Fine-tune, the panel "How to fine-tune: the strategies side by side": one button, a run per strategy (four
-classic ones and three parameter-efficient ones with peft) on the same task, data and seed, a table (trainable
-parameters, seconds, validation metric, forgetting), their curves and the rate of each layer under layer-wise
-learning-rate decay."""
+"""Fine-tune, panel "How to fine-tune: the strategies side by side": one button, a run per strategy on the same
+task, data and seed, a table and their curves. The strategies are four classic ones and three parameter-efficient
+ones with peft; the table gives trainable parameters, seconds, validation metric and forgetting, and a chart the
+rate of each layer under layer-wise learning-rate decay."""
 
 from __future__ import annotations
 

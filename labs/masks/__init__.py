@@ -1,1 +1,2 @@
-"""Lab 3, "Masks": compute.py (no gradio), then tab.py."""
+"""Masks: causal and bidirectional attention masks for the student's own sentence, the masked softmax, padding and
+encoder–decoder masks, and the proof on real models' attention weights."""

@@ -1,2 +1,2 @@
-"""The handout's Part A and Part B as a workbook: every exercise answered, checked on the real model or the
-real library, kept in the student's browser and downloadable."""
+"""Part A & B workbook: every exercise of the handout's Part A and Part B, answered and checked on the real model or
+the real library, kept in the student's browser and downloadable."""

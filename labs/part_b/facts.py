@@ -1,7 +1,7 @@
-"""What the workbook's checks compare with, computed live with the real libraries: transformers'
+"""What the workbook's checks compare with, computed live with the real libraries. They are transformers'
 DataCollatorForLanguageModeling, torch's softmax and SGD, the attention masks, peft's LoRA count, the models'
-configs (parameters counted on PyTorch's meta device: no memory, no download), and the course's own
-recipes, quoted. Each returns numbers and a short Markdown account of how they were computed."""
+configs (parameters counted on PyTorch's meta device: no memory, no download), and the course's own recipes, quoted.
+Each returns numbers and a short Markdown account of how they were computed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The workbook's entries: every exercise of the handout's Part A (the warm-up) and Part B, in the handout's
-order and in its own words (each line an entry of the course's quote table, labs/core/ui/course_quotes_handout.py,
-which tests/test_course_quotes.py finds verbatim under its section), what the student types, how the answer is judged, and where the handout itself is wrong.
+"""The workbook's entries: every exercise of the handout's Part A (the warm-up) and Part B in the handout's order
+and words, what the student types, how the answer is judged, and where the handout itself is wrong. Each line is an
+entry of the course's quote table (labs/core/ui/course_quotes_handout.py), which tests/test_course_quotes.py finds
+verbatim under its section.
 
 kinds: "check" (typed answers judged right or wrong against a live computation), "guess" (Part A: guess
 first, then see the real model; never marked), "open" (the student writes; "Show the evidence" reveals a

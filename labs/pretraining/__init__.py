@@ -1,1 +1,2 @@
-"""Pre-training: how BERT, GPT and T5 learn from raw text (four objectives, NSP, span corruption, mask rate)."""
+"""Pre-training: how BERT, GPT, T5, ELECTRA and BART learn from raw text (the objectives on one text, NSP, span
+corruption, why 15 % and 80 / 10 / 10, BART's denoising), curating the data, and the learning-rate recipe."""

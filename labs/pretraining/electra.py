@@ -1,8 +1,8 @@
-"""Pre-training, ELECTRA's replaced-token detection (Clark et al. 2020; textbook 20.12.2): a small
-generator (a masked LM) fills BERT's 15 % of chosen positions, all shown to it as [MASK], with tokens
-it samples from its own distribution; the discriminator then reads the whole corrupted text and says,
-for every token, original or replaced. A sample equal to the original token is labelled original
-(Clark et al. 2020, section 2), so the label is (sampled != original).
+"""Pre-training, ELECTRA's replaced-token detection (Clark et al. 2020; textbook 20.12.2): a small generator fills
+BERT's chosen positions, and a discriminator says, for every token, original or replaced. The generator (a masked
+LM) sees BERT's 15 % of chosen positions, all as [MASK], and fills them with tokens it samples from its own
+distribution; the discriminator then reads the whole corrupted text. A sample equal to the original token is
+labelled original (Clark et al. 2020, section 2), so the label is (sampled != original).
 
 preprocess (the chosen positions: the same DataCollatorForLanguageModeling draw as BERT's example) →
 forward (the shared "mlm" pass for the generator's logits at the masked positions, then the registered

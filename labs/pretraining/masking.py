@@ -1,7 +1,7 @@
-"""Pre-training, BERT's masked-LM draw: which tokens are chosen (15 %) and what happens to each (80 %
-[MASK], 10 % a random token, 10 % kept), exactly as DataCollatorForLanguageModeling(
-mlm_probability=0.15, seed=seed) draws them for one row (the same torch calls, in the same order, on a
-generator seeded the same way). Section 1's BERT and ELECTRA examples and "Why 80 / 10 / 10?" read it."""
+"""Pre-training, BERT's masked-LM draw: which tokens are chosen (15 %) and what happens to each (80 % [MASK], 10 % a
+random token, 10 % kept). The draw is exactly DataCollatorForLanguageModeling(mlm_probability=0.15, seed=seed)'s for
+one row (the same torch calls, in the same order, on a generator seeded the same way). Section 1's BERT and ELECTRA
+examples and "Why 80 / 10 / 10?" read it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Pre-training, BERT's second objective: next-sentence prediction with BERT's own NSP head
-(BertForPreTraining's seq_relationship, index 0 = IsNext), and how well it does on the built-in
-passages against random sentences (what NSP was trained on) and against the same two sentences
-swapped (ALBERT's sentence-order negatives).
+"""Pre-training, BERT's second objective: next-sentence prediction with BERT's own NSP head, and how well it does on
+the built-in passages. The head is BertForPreTraining's seq_relationship (index 0 = IsNext); the negatives are
+random sentences (what NSP was trained on) and the same two sentences swapped (ALBERT's sentence-order negatives).
 
 preprocess (`encode`: [CLS] A [SEP] B [SEP], segment ids 0 for A with [CLS] and the first [SEP], 1
 for B) → forward (the registered "nsp" pass: the encoder, then the NSP head on the pooled [CLS]) →

@@ -1,8 +1,7 @@
-"""Pre-training, why 80 / 10 / 10? The same chosen tokens (BERT's 15 %, drawn exactly as
-DataCollatorForLanguageModeling draws them) shown to a trained masked LM in three ways: as [MASK], as a
-random token, or kept unchanged; and the other tokens of a text with no [MASK] at all, which is what the
-model reads at fine-tuning. At each position: the MLM loss (−log P(original)) and whether the top-1
-prediction is the original token.
+"""Pre-training, why 80 / 10 / 10? The same chosen tokens shown to a trained masked LM as [MASK], as a random token
+or kept, and a text with no [MASK] at all. The chosen tokens are BERT's 15 %, drawn exactly as
+DataCollatorForLanguageModeling draws them; a text with no [MASK] is what the model reads at fine-tuning. At each
+position: the MLM loss (−log P(original)) and whether the top-1 prediction is the original token.
 
 preprocess (`drawn`: the draw per text, `condition_inputs`) → forward (the registered "mlm_target"
 pass: the encoder, the vocabulary head at the asked positions only, log-softmax, top-1) → postprocess

@@ -1,1 +1,2 @@
-"""Lab 0, "Tokens": compute.py (every tokenizer on one text), bpe.py (BPE step by step), train.py (train your own), then tab.py."""
+"""Tokens: how each model offered here splits a text into pieces and ids, byte-pair encoding step by step, three
+tokenizers trained here, why a word-level vocabulary fails, and why a model needs its own tokenizer."""

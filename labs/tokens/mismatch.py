@@ -1,6 +1,6 @@
-"""A model needs its own tokenizer (the lecture's pitfall 6): the text encoded by tokenizer A, its ids read by
-tokenizer B (B.decode(A's ids): what B's model would be told), and, where B belongs to a causal LM here, that
-model's perplexity on its own ids of the text beside its perplexity on A's ids.
+"""A model needs its own tokenizer (the lecture's pitfall 6): a text encoded by tokenizer A and its ids read by
+tokenizer B. B.decode(A's ids) is what B's model would be told; where B belongs to a causal LM here, that model's
+perplexity on its own ids of the text goes beside its perplexity on A's ids.
 
 An id is only a row number: the same number is another piece in another vocabulary. An id past B's
 vocabulary has no row at all; `tokenizers` leaves it out of the decoded text, and the model cannot read it

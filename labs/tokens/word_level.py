@@ -1,6 +1,6 @@
-"""Why a word-level vocabulary fails: a real word-level vocabulary (`tokenizers`' WordLevel model, trained by
-its WordLevelTrainer on LM Lab's everyday sentences, assets/everyday_sentences.txt) beside the subword
-tokenizers of the models offered here, on the same text.
+"""Why a word-level vocabulary fails: a real word-level vocabulary beside the subword tokenizers of the models
+offered here, on the same text. The word-level one is `tokenizers`' WordLevel model, trained by its WordLevelTrainer
+on LM Lab's everyday sentences (assets/everyday_sentences.txt).
 
 The word-level tokenizer keeps the `vocabulary_size` most frequent words of the corpus (lower-cased, split at
 spaces and punctuation); every other word becomes the one [UNK] token. The subword tokenizers split a word

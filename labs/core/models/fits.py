@@ -1,7 +1,7 @@
-"""Does a model fit? Checked before a model that needs the GPU loads (registry.ModelChoice.needs_gpu): its
-weights' bytes, counted from its config on PyTorch's meta device (no download of the weights, no memory), against
-the memory free where it would go: the GPU's (torch.cuda.mem_get_info), or the machine's (MemAvailable in
-/proc/meminfo), which also holds the weights while they load. A model that does not fit is refused with a
+"""Does a model fit? Checked before a model that needs the GPU loads (registry.ModelChoice.needs_gpu), against the
+memory free where it would go. Its weights' bytes are counted from its config on PyTorch's meta device (no download
+of the weights, no memory); the memory free is the GPU's (torch.cuda.mem_get_info), or the machine's (MemAvailable
+in /proc/meminfo), which also holds the weights while they load. A model that does not fit is refused with a
 sentence, instead of an out-of-memory error that could take the server's other students with it."""
 
 from __future__ import annotations

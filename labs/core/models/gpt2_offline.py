@@ -1,9 +1,8 @@
-"""GPT-2's real tokenizer without the Hub: the `openai-whisper` package (MIT) ships GPT-2's byte-level BPE
-ranks as whisper/assets/gpt2.tiktoken; transformers' TikTokenConverter turns them into a fast tokenizer
-(the merges follow from the ranks) with GPT-2's pre-tokenisation pattern and <|endoftext|> = 50256.
-tests/test_course.py checks it against the ids the course and the GPT-2 paper's tokenizer give.
-The package is installed without its dependencies (requirements-offline.txt) and never imported: only
-its file is read."""
+"""GPT-2's real tokenizer without the Hub, built from a file the `openai-whisper` package ships. That package (MIT)
+has GPT-2's byte-level BPE ranks as whisper/assets/gpt2.tiktoken; transformers' TikTokenConverter turns them into a
+fast tokenizer (the merges follow from the ranks) with GPT-2's pre-tokenisation pattern and <|endoftext|> = 50256.
+tests/test_course.py checks it against the ids the course and the GPT-2 paper's tokenizer give. The package is
+installed without its dependencies (requirements-offline.txt) and never imported: only its file is read."""
 
 from __future__ import annotations
 

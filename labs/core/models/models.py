@@ -1,4 +1,5 @@
-"""Loading models: one checkpoint, the head a lab asks for, loaded once per process.
+"""Loading models: one checkpoint, the head a lab asks for, loaded once per process; the labs' one import for
+models.
 
 A lab resolves a model once, at the edge (`models.load(name, *families, head=...)`), and passes the
 `LoadedModel` on (model in eval mode, tokenizer, device, head, where it came from). Loading is keyed

@@ -1,4 +1,4 @@
-"""Which models this server offers: named choices, each with a family and where it comes from.
+"""The models LM Lab knows, by name: named choices, each with a family and where it comes from.
 
 This module knows models by name only and imports nothing else of the model layer: what this server
 offers is labs.core.models.offered's job, loading them labs.core.models.models'.

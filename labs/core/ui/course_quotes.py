@@ -1,7 +1,8 @@
-"""Everything LM Lab presents as the course's words, in one table: each entry names the document, the slide
-title or section heading it stands under (a line of the document, as written) and the text exactly as written,
-character for character (LaTeX source and the lecture's "\\$" included). Every lab takes its quotes from here by
-id; tests/test_course_quotes.py finds each entry verbatim in ../shared/course/, under its heading.
+"""Everything LM Lab presents as the course's words, in one table: each entry names the document, the slide title or
+section heading it stands under, and the text. The heading is a line of the document, as written, and the text is
+exactly as written, character for character (LaTeX source and the lecture's "\\$" included). Every lab takes its
+quotes from here by id; tests/test_course_quotes.py finds each entry verbatim in ../shared/course/, under its
+heading.
 
 A figure that is in none of the documents is never an entry: the app shows it as LM Lab's own computation."""
 

@@ -1,8 +1,8 @@
-"""The handout's exercises, as the Part A & B workbook (labs/part_b/questions.py) and Ask the class's ready
-questions (labs/classroom/presets.py) quote them: part of the one table of the course's words
-(labs/core/ui/course_quotes.py, which adds these entries to QUOTES; tests/test_course_quotes.py checks each
-verbatim under its section). Kept apart only for size. An exercise's lines are entries `workbook_<id>_<n>`,
-in the handout's order; `lines(<id>)` gives them back."""
+"""The handout's exercises as the Part A & B workbook and Ask the class's ready questions quote them: part of the
+one table of the course's words, kept apart only for size. The workbook (labs/part_b/questions.py) and the ready
+questions (labs/classroom/presets.py) take them from here; labs/core/ui/course_quotes.py adds these entries to
+QUOTES, and tests/test_course_quotes.py checks each verbatim under its section. An exercise's lines are entries
+`workbook_<id>_<n>`, in the handout's order; `lines(<id>)` gives them back."""
 
 from __future__ import annotations
 

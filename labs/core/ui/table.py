@@ -3,7 +3,9 @@ and a tab stop on its box when the box scrolls (assets/js/fold.js). Gradio's Dat
 instead (role=grid, rows drawn only while on screen, no row roles), which axe-core flags and a screen reader
 cannot read row by row. A lab's handler returns the same values as before (a pandas DataFrame, a list of rows,
 or {"headers", "data"} with an optional "colours"); this component turns them into the table's HTML, every cell
-escaped."""
+escaped, with a "⬇ CSV" button under it. The button is part of the table's HTML, not a Gradio button with an
+event of its own: assets/js/tables.js downloads the rows it finds beside it, so that a page of 39 tables does not
+wire 39 more events (Gradio's frontend walks every component for every event when a page opens)."""
 
 from __future__ import annotations
 
@@ -50,6 +52,9 @@ def table_parts(value: Any, headers: Sequence[str]) -> tuple[list[str], list[lis
     return list(headers), [list(row) for row in value], []
 
 
+CSV_BUTTON = '<div class="lab-table-actions"><button type="button" class="lab-csv">⬇ CSV</button></div>'
+
+
 def cell_html(value: Any, colour: str = "") -> str:
     attributes = (' class="lab-num"' if is_number(value) else "") + (
         f' style="background-color: {esc(colour)}"' if colour else "")
@@ -87,4 +92,4 @@ class ReadOnlyTable(gr.HTML):
         if isinstance(value, str):  # a value that is already this table's HTML
             return value
         headers, rows, colours = table_parts(value, self.headers)
-        return table_html(headers, rows, self.caption, self.wrap, self.column_widths, colours)
+        return table_html(headers, rows, self.caption, self.wrap, self.column_widths, colours) + CSV_BUTTON

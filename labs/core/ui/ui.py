@@ -321,16 +321,10 @@ def model_dropdown(*families: str, label: str = "Model", family_order: bool = Fa
 
 # Downloads happen in the browser, from the value already on screen: no request to the server.
 DOWNLOAD_JS = """(value) => {
-  // A table's value is its HTML (labs/core/ui/table.py): its rows are read back from it, headers first.
-  const table = typeof value === "string" && value.includes("<table");
-  const rows = table ? [...new DOMParser().parseFromString(value, "text/html").querySelectorAll("tr")]
-                         .map((row) => [...row.cells].map((c) => c.textContent)) : [];
-  const cell = (v) => { const s = String(v ?? "");
-    return /[",\\n]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s; };
-  const text = table ? rows.map((row) => row.map(cell).join(",")).join("\\n") : JSON.stringify(value, null, 2);
+  // A result's JSON, as a file (a table's CSV: assets/js/tables.js).
   const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([text], {type: table ? "text/csv" : "application/json"}));
-  link.download = table ? "lm-lab-table.csv" : "lm-lab-result.json";
+  link.href = URL.createObjectURL(new Blob([JSON.stringify(value, null, 2)], {type: "application/json"}));
+  link.download = "lm-lab-result.json";
   link.click(); URL.revokeObjectURL(link.href); }"""
 
 
@@ -348,11 +342,7 @@ def result_json() -> gr.JSON:
 def table(headers: list[str], label: str = "", **kwargs) -> ReadOnlyTable:
     """A read-only table (labs/core/ui/table.py: an HTML table a screen reader reads row by row, a tab stop when
     it scrolls), with a CSV download under it. clickable=True: a click on a cell sends the table's select event."""
-    with gr.Column(min_width=320):  # the table over its button, even in a row; a phone gives each row its width
-        frame = ReadOnlyTable(headers, label, **kwargs)
-        button = gr.Button("⬇ CSV", size="sm", elem_classes=["lab-csv"])
-    button.click(None, frame, None, js=DOWNLOAD_JS, api_visibility="private")
-    return frame
+    return ReadOnlyTable(headers, label, min_width=320, **kwargs)  # in a row; a phone gives each row its width
 
 
 def model_badge(loaded: models.LoadedModel) -> str:

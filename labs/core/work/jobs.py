@@ -1,4 +1,5 @@
-"""Long jobs, beside the batched passes: a fine-tune run, the strategy comparison, a curve.
+"""Long jobs beside the batched passes (a fine-tune run, the strategy comparison, a curve): identical ones run once
+and are joined live or kept; the others queue first come, first served for LAB_JOB_SLOTS slots.
 
 A job is a pure function of its settings (the seed is one of them), so it is keyed by everything that
 determines its result, and:

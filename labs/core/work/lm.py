@@ -1,9 +1,9 @@
-"""The forward passes several labs share: next-token logits (Next token, Fill in the blank's
-left-only panel), masked-LM logits at chosen positions (Fill in the blank), attention weights
-(Attention, Masks), hidden states (Embeddings, the logit lens), every token's log-probability
-(sentence scores) and the encoder-decoder pass (T5: encoder, decoder and cross-attention, the
-decoder's logits). A lab adds a kind of its own with `register_pass` (labs.core.work.passes: its runner
-and its limits).
+"""The batched forward passes several labs share: next-token and masked-LM logits, attention weights, hidden states,
+every token's log-probability and the encoder-decoder pass. Next-token logits serve Next token and Fill in the
+blank's left-only panel; masked-LM logits at chosen positions, Fill in the blank; attention weights, Attention and
+Masks; hidden states, Embeddings and the logit lens; log-probabilities, sentence scores; the encoder-decoder pass,
+T5 (encoder, decoder and cross-attention, the decoder's logits). A lab adds a kind of its own with `register_pass`
+(labs.core.work.passes: its runner and its limits).
 
 Every function takes a loaded model (resolved once by the caller) and token ids, and returns numpy
 arrays. Concurrent requests for the same model, head and pass run as one padded forward pass (see

@@ -1,4 +1,5 @@
-"""The labs' API endpoints, callable in this process by name.
+"""The labs' API endpoints, callable in this process by name: a lab (the workbook) uses what others compute without
+importing them.
 
 Labs never import each other, yet the Part B workbook needs what several of them compute: the Fine-tune
 lab's run, Fill in the blank's guesses, Pre-training's mask-rate curve, Choosing a model's bias probe. Every

@@ -1,6 +1,6 @@
-"""A job and the students who follow it (labs.core.work.jobs runs the jobs): a `Job` (its work, state and events),
-and a `Ticket` per student, iterated for the places in the queue while the job waits (`Queued`), then the job's
-events from its first; `JobGone` when the student left it."""
+"""A job and the students who follow it (labs.core.work.jobs runs the jobs): `Job`, `Ticket`, `Queued` and
+`JobGone`. A `Job` holds its work, state and events; a `Ticket` per student is iterated for the places in the queue
+while the job waits (`Queued`), then for the job's events from its first; `JobGone` when the student left it."""
 
 from __future__ import annotations
 
