@@ -185,18 +185,19 @@ def test_the_apis_answer_what_the_compute_gives_here_and_refuse_bad_input(client
 # ---------------------------------------------------------------- in the browser
 
 def test_tokens_tab_draws_both_panels(browser, app_server):
+    from conftest import at_each_width
+
     SHOTS.mkdir(parents=True, exist_ok=True)
-    for name, viewport, mobile in (("tokens_pitfalls", {"width": 1280, "height": 2400}, False),
-                                   ("tokens_pitfalls_phone", {"width": 390, "height": 844}, True)):
-        context = browser.new_context(viewport=viewport, is_mobile=mobile)
-        page = context.new_page()
-        page.goto(app_server["url"] + "?tab=tokens", wait_until="load")
-        page.get_by_role("tab").first.wait_for(timeout=120000)  # ?tab=tokens opens the Tokens tab itself
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(app_server["url"] + "?tab=tokens", wait_until="load")
+    page.get_by_role("tab").first.wait_for(timeout=120000)  # ?tab=tokens opens the Tokens tab itself
+    for width in at_each_width(page):
+        name = "tokens_pitfalls" if width > 600 else "tokens_pitfalls_phone"
         expect(page.get_by_text("4 of 9 tokens are [UNK]", exact=False)).to_be_visible(timeout=60000)
         expect(page.locator("#tok-mismatch-panel").get_by_text("on tokenizer A's", exact=False)).to_be_visible(
             timeout=120000)
-        page.locator("#tok-mismatch-panel").screenshot(path=str(SHOTS / f"{name}_mismatch.png"))
         expect(page.locator("#tok-mismatch-panel")).to_contain_text("jupyter_code")  # GPT-2's "." read by SmolLM2
         page.locator("#tok-word-level-panel").screenshot(path=str(SHOTS / f"{name}.png"))
         page.locator("#tok-mismatch-panel").screenshot(path=str(SHOTS / f"{name}_mismatch.png"))
-        context.close()
+    context.close()
