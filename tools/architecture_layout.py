@@ -18,6 +18,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tools import generated_block
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
 LABS = ROOT / "labs"
@@ -85,7 +87,7 @@ AFTER_LABS = {
     "docs/": "These pages: for lecturers, one per lab, architecture, serving, models, data, the API.",
     "tools/": "api_docs.py writes docs/api.md from the endpoints (with api_notes.md, api_examples.py); "
               "architecture_layout.py writes this block from the docstrings; costliest_tests.py the costliest test "
-              "files below; pictures.py makes the README's and docs' pictures from the running app "
+              "files below (both through generated_block.py); pictures.py makes the README's and docs' pictures from the running app "
               "(assets/screenshots/, its manifest.json); gpu_check.py measures the GPU path on a GPU machine.",
 }
 
@@ -202,20 +204,12 @@ def named_files(text: str) -> set[str]:
 
 
 def page_with(new_block: str) -> str:
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + new_block + text[end:]
+    return generated_block.page_with(PAGE, BEGIN, END, new_block)
 
 
 def main(argv: list[str]) -> int:
-    current = page_with(block())
-    if "--check" in argv:
-        if current != PAGE.read_text():
-            print("docs/architecture.md's layout is out of date: python -m tools.architecture_layout")
-            return 1
-        return 0
-    PAGE.write_text(current)
-    return 0
+    return generated_block.main(argv, PAGE, page_with(block()), "docs/architecture.md's layout is out of date: "
+                                "python -m tools.architecture_layout")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from tools import generated_block
+
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = ROOT / "tests" / "durations.json"
 PAGE = ROOT / "docs" / "architecture.md"
@@ -29,20 +31,12 @@ def table() -> str:
 
 
 def page_with(block: str) -> str:
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + block + text[end:]
+    return generated_block.page_with(PAGE, BEGIN, END, block)
 
 
 def main(argv: list[str]) -> int:
-    current = page_with(table())
-    if "--check" in argv:
-        if current != PAGE.read_text():
-            print("docs/architecture.md's costliest test files are out of date: python -m tools.costliest_tests")
-            return 1
-        return 0
-    PAGE.write_text(current)
-    return 0
+    return generated_block.main(argv, PAGE, page_with(table()), "docs/architecture.md's costliest test files are out "
+                                "of date: python -m tools.costliest_tests")
 
 
 if __name__ == "__main__":
