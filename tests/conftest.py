@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import contextlib
 import importlib
 import json
 import os
@@ -332,6 +333,21 @@ def at_each_width(page):
         if width < 600:
             overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
             assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px"
+
+
+@contextlib.contextmanager
+def panel_run(browser, link: str, title: str, button: str):
+    """A new page opened by a link, with one of the tab's folded panels opened (a click on its title) and run (its
+    button); its context closed after, also when a check fails."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(link, wait_until="load")
+        page.get_by_text(title).click()
+        page.get_by_role("button", name=button).click()
+        yield page
+    finally:
+        context.close()
 
 
 def linked_inputs(lab: str) -> dict:

@@ -138,20 +138,16 @@ def test_on_the_real_minilm_merged_lora_predicts_exactly_as_unmerged():
 
 @pytest.mark.timeout(1800)  # a run on a tiny model
 def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
-    from conftest import at_each_width, screenshot
+    from conftest import at_each_width, panel_run, screenshot
 
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(f"{app_server['url']}?tab=finetune&model={tiny_models['masked']}&adapter_size=8&lora_rank=2"
-              "&adapter_epochs=1", wait_until="load")
-    page.get_by_text(tab_adapters.TITLE).click()
-    page.get_by_role("button", name=tab_adapters.BUTTON).click()
-    panel = page.locator("#ft-adapters")
-    for width in at_each_width(page):
-        # The summary line (Markdown) once the run is done; the strategy names are also in the table and the
-        # chart's text alternative, hidden until opened.
-        done = panel.get_by_text("Merged, LoRA gives the same predictions on 88 of 88")
-        done.wait_for(timeout=300000)
-        done.scroll_into_view_if_needed()
-        screenshot(page, f"finetune_adapters_{width}")
-    context.close()
+    link = (f"{app_server['url']}?tab=finetune&model={tiny_models['masked']}&adapter_size=8&lora_rank=2"
+            "&adapter_epochs=1")
+    with panel_run(browser, link, tab_adapters.TITLE, tab_adapters.BUTTON) as page:
+        panel = page.locator("#ft-adapters")
+        for width in at_each_width(page):
+            # The summary line (Markdown) once the run is done; the strategy names are also in the table and the
+            # chart's text alternative, hidden until opened.
+            done = panel.get_by_text("Merged, LoRA gives the same predictions on 88 of 88")
+            done.wait_for(timeout=300000)
+            done.scroll_into_view_if_needed()
+            screenshot(page, f"finetune_adapters_{width}")

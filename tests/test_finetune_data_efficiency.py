@@ -102,16 +102,12 @@ def test_on_the_real_minilm_pre_training_is_ahead_at_few_examples():
 
 @pytest.mark.timeout(1800)  # a run on a tiny model
 def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
-    from conftest import at_each_width, screenshot
+    from conftest import at_each_width, panel_run, screenshot
 
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(f"{app_server['url']}?tab=finetune&model={tiny_models['masked']}&de_sizes=8", wait_until="load")
-    page.get_by_text(tab_data_efficiency.TITLE).click()
-    page.get_by_role("button", name=tab_data_efficiency.BUTTON).click()
-    for width in at_each_width(page):
-        page.locator("#ft-data-efficiency .js-plotly-plot").first.wait_for(timeout=300000)
-        page.locator("#ft-data-efficiency").get_by_text("pre-trained model reaches").wait_for(timeout=60000)
-        page.locator("#ft-data-efficiency").scroll_into_view_if_needed()
-        screenshot(page, f"finetune_data_efficiency_{width}")
-    context.close()
+    link = f"{app_server['url']}?tab=finetune&model={tiny_models['masked']}&de_sizes=8"
+    with panel_run(browser, link, tab_data_efficiency.TITLE, tab_data_efficiency.BUTTON) as page:
+        for width in at_each_width(page):
+            page.locator("#ft-data-efficiency .js-plotly-plot").first.wait_for(timeout=300000)
+            page.locator("#ft-data-efficiency").get_by_text("pre-trained model reaches").wait_for(timeout=60000)
+            page.locator("#ft-data-efficiency").scroll_into_view_if_needed()
+            screenshot(page, f"finetune_data_efficiency_{width}")

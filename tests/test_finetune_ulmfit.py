@@ -129,18 +129,14 @@ def test_on_the_real_smollm2_a_short_middle_stage_and_a_classifier():
 
 @pytest.mark.timeout(1800)  # a run on a tiny model
 def test_the_panel_draws_in_a_browser(browser, app_server, tiny_models):
-    from conftest import at_each_width, screenshot
+    from conftest import at_each_width, panel_run, screenshot
 
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(f"{app_server['url']}?tab=finetune&ulmfit_model={tiny_models['causal']}&labelled=8&lm_epochs=1"
-              "&ulmfit_epochs=1", wait_until="load")
-    page.get_by_text(tab_ulmfit.TITLE).click()
-    page.get_by_role("button", name=tab_ulmfit.BUTTON).click()
-    panel = page.locator("#ft-ulmfit")
-    for width in at_each_width(page):
-        panel.locator(".js-plotly-plot").first.wait_for(timeout=300000)
-        panel.get_by_text("points on 88 validation reviews").wait_for(timeout=60000)
-        panel.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
-        screenshot(page, f"finetune_ulmfit_{width}")
-    context.close()
+    link = (f"{app_server['url']}?tab=finetune&ulmfit_model={tiny_models['causal']}&labelled=8&lm_epochs=1"
+            "&ulmfit_epochs=1")
+    with panel_run(browser, link, tab_ulmfit.TITLE, tab_ulmfit.BUTTON) as page:
+        panel = page.locator("#ft-ulmfit")
+        for width in at_each_width(page):
+            panel.locator(".js-plotly-plot").first.wait_for(timeout=300000)
+            panel.get_by_text("points on 88 validation reviews").wait_for(timeout=60000)
+            panel.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            screenshot(page, f"finetune_ulmfit_{width}")
