@@ -15,7 +15,7 @@ from gradio import routes
 from gradio.brotli_middleware import BrotliMiddleware
 from starlette.testclient import TestClient
 
-from labs.core.serving import static_cache
+from labs.core.serving import frontend_patch, static_cache
 
 BR = {"Accept-Encoding": "gzip, deflate, br, zstd"}
 GZIP = {"Accept-Encoding": "gzip"}
@@ -91,18 +91,19 @@ def test_bytes_equal_gradios_own(clients, asset_paths):
     for path in asset_paths:
         plain = gradio_client.get(path, headers=IDENTITY)
         assert plain.status_code == 200 and "content-encoding" not in plain.headers
+        expected = frontend_patch.patched(path, plain.content)  # Gradio's page core as patched (see there)
         response, body = raw(ours, path, BR)
         assert response.status_code == 200
-        if len(plain.content) >= 400:
+        if len(expected) >= 400:
             assert response.headers["content-encoding"] == "br"
-            assert brotli.decompress(body) == plain.content, path
+            assert brotli.decompress(body) == expected, path
         else:  # Gradio does not compress small files either
-            assert body == plain.content
+            assert body == expected
         assert response.headers["content-length"] == str(len(body))
         assert "accept-encoding" in response.headers["vary"].lower()
         assert response.headers["content-type"] == plain.headers["content-type"]
         response, body = raw(ours, path, GZIP)
-        assert (gzip.decompress(body) if response.headers.get("content-encoding") == "gzip" else body) == plain.content
+        assert (gzip.decompress(body) if response.headers.get("content-encoding") == "gzip" else body) == expected
         # Gradio's own brotli response decodes to the same bytes too
         theirs, their_body = raw(gradio_client, path, BR)
         if theirs.headers.get("content-encoding") == "br":
@@ -142,16 +143,16 @@ def test_nothing_dynamic_is_kept(clients):
     response = ours.post("/gradio_api/run/predict", json={"data": ["hello"], "fn_index": 0}, headers=BR)
     assert response.status_code == 200 and response.json()["data"] == ["hello"]
     assert set(cache) == before
-    assert all(path.startswith(("/assets/", "/static/", "/svelte/")) for path, _ in cache)
+    assert all(path.startswith(("/assets/", "/static/", "/svelte/")) for path, *_ in cache)
 
 
 def test_missing_files_ranges_and_cors_go_through_gradio(clients, asset_paths):
     gradio_client, ours, _ = clients
     assert ours.get("/assets/no-such-file.js", headers=BR).status_code == gradio_client.get(
         "/assets/no-such-file.js", headers=BR).status_code
-    assert ("/assets/no-such-file.js", "br") not in middleware(ours).kept
+    assert not any(key[0] == "/assets/no-such-file.js" for key in middleware(ours).kept)
     assert ours.get("/assets/../../routes.py", headers=BR).status_code in (400, 403, 404)
-    path = asset_paths[0]
+    path = next(p for p in asset_paths if not frontend_patch.applies_to(p))
     ranged = ours.get(path, headers=dict(IDENTITY, Range="bytes=0-9"))
     assert ranged.status_code == 206 and len(ranged.content) == 10
     cross = ours.get(path, headers=dict(BR, Origin="http://127.0.0.1:9999"))
@@ -197,3 +198,38 @@ def test_the_page_is_gradios_own_built_once_per_root_and_encoding(clients, monke
     assert ours.head("/", headers=BR).status_code == behind.head("/", headers=BR).status_code == 200
     assert set(pages) == before
     assert b'"deep_link_state":"none"' in brotli.decompress(raw(ours, "/", BR)[1])
+
+
+def test_every_browser_gets_gradios_page_core_patched(clients, asset_paths):
+    """Whatever a browser asks for (an encoding, none, a range, from another origin), the core it runs is patched."""
+    gradio_client, ours, _ = clients
+    [path] = [p for p in asset_paths if frontend_patch.applies_to(p)] or [
+        f"/assets/{p.name}" for p in (Path(gr.__file__).parent / "templates" / "frontend" / "assets").glob("core-*.js")]
+    shipped = gradio_client.get(path, headers=IDENTITY).content
+    served = frontend_patch.patched(path, shipped)
+    assert served != shipped
+    for headers in (BR, GZIP, IDENTITY, dict(IDENTITY, Range="bytes=0-9"), dict(BR, Origin="http://127.0.0.1:9999")):
+        response, body = raw(ours, path, headers)
+        encoding = response.headers.get("content-encoding")
+        decoded = brotli.decompress(body) if encoding == "br" else gzip.decompress(body) if encoding == "gzip" else body
+        assert response.status_code == 200 and decoded == served, headers
+        assert "accept-ranges" not in response.headers
+    cross, _ = raw(ours, path, dict(BR, Origin="http://127.0.0.1:9999"))
+    assert cross.headers.get("access-control-allow-origin") == gradio_client.get(
+        path, headers=dict(BR, Origin="http://127.0.0.1:9999")).headers.get("access-control-allow-origin")
+
+
+def test_a_pages_own_scripts_asked_with_its_origin_are_kept_with_gradios_cors_headers(clients, asset_paths):
+    """A browser asks for a page's module scripts with the page's origin (Vite's crossorigin attribute)."""
+    gradio_client, ours, _ = clients
+    path = next(p for p in asset_paths if p.endswith(".js") and not frontend_patch.applies_to(p))
+    own = dict(BR, Origin="http://testserver")  # TestClient's Host
+    theirs = gradio_client.get(path, headers=own)
+    first, body = raw(ours, path, own)
+    assert brotli.decompress(body) == gradio_client.get(path, headers=IDENTITY).content
+    for name in ("access-control-allow-origin", "access-control-allow-credentials", "vary"):
+        assert (first.headers.get(name) or "").lower().replace("accept-encoding", "").strip(", ") == (
+            theirs.headers.get(name) or "").lower().replace("accept-encoding", "").strip(", "), name
+    assert (path, "br", "http://testserver") in middleware(ours).kept
+    again, again_body = raw(ours, path, own)
+    assert again_body == body and again.headers["etag"] == first.headers["etag"]

@@ -8,7 +8,11 @@ it) that keeps the compressed bytes of the files under /assets/, /static/ and /s
 the gradio package; no user file, upload, page, configuration or API response is under them) after
 the first request, and sends them with an ETag and browser caching: a file whose name carries Vite's
 content hash (`Blocks-D1GWYZdr.js`) is immutable for a year, the rest is revalidated (a 304). Whatever
-else passes through Gradio's own middleware unchanged. Written for gradio 6.31 (pinned in
+else passes through Gradio's own middleware unchanged. A page asks for its scripts with its origin
+(Vite's `crossorigin`), and Gradio's CORS middleware answers each origin with headers of its own: they
+are kept per origin, for the server's own origins (its Host); another site's request goes through
+Gradio. Gradio's page core (`assets/core-*.js`) is sent as labs/core/serving/frontend_patch.py patches
+it, to every browser (a range or another site's request included). Written for gradio 6.31 (pinned in
 requirements.txt); tests/test_static_cache.py checks the bytes against Gradio's own responses.
 
 The page itself (GET /) is the same for every student of a server without a login (LM Lab has none):
@@ -28,7 +32,7 @@ import asyncio
 import gzip
 import hashlib
 import re
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import brotli
@@ -37,6 +41,8 @@ from gradio import routes
 from gradio.brotli_middleware import BrotliMiddleware
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import Message, Receive, Scope, Send
+
+from labs.core.serving import frontend_patch
 
 # Folders of files that ship inside the gradio package (routes.py: BUILD_PATH_LIB, STATIC_PATH_LIB, svelte).
 PACKAGE_FILES = re.compile(r"^/(assets|static|svelte)/[^?#]+$")
@@ -58,7 +64,8 @@ class CachedCompression(BrotliMiddleware):
 
     def __init__(self, app, **kwargs) -> None:
         super().__init__(app, **kwargs)
-        self.kept: dict[tuple[str, str], tuple[int, list, bytes]] = {}  # (path, encoding): status, headers, body
+        self.kept: dict[tuple, tuple[int, list, bytes]] = {}  # (path, encoding, origin): status, headers, body
+        self.origins: set[str] = set()  # the server's own origins whose requests are kept
         self.pages = cachetools.LRUCache(PAGE_VARIANTS)  # (root, encoding): the page (one event loop: no lock)
         self._pending: dict[tuple, asyncio.Future] = {}
 
@@ -70,10 +77,23 @@ class CachedCompression(BrotliMiddleware):
         if not PACKAGE_FILES.match(path) or ".." in path or not self._is_compressible_file_type(scope):
             return None
         headers = Headers(scope=scope)
-        if "range" in headers or "origin" in headers:  # a range, or CORS headers that depend on the caller
+        patched = frontend_patch.applies_to(path)  # every browser gets the patched script, whatever it asks
+        if "range" in headers and not patched:
             return None
         accept = headers.get("accept-encoding", "")
-        return "br" if "br" in accept else "gzip" if self.gzip_fallback and "gzip" in accept else None
+        fallback = "identity" if patched else None
+        return "br" if "br" in accept else "gzip" if self.gzip_fallback and "gzip" in accept else fallback
+
+    def _own_origin(self, scope: Scope, origin: str) -> bool:
+        """Whether a request's Origin is this server's own (its Host, or the host a proxy forwarded), and one of
+        the first PAGE_VARIANTS such origins (made-up Host headers cannot fill memory)."""
+        headers = Headers(scope=scope)
+        hosts = {headers.get("host"), headers.get("x-forwarded-host")} - {None}
+        if urlsplit(origin).netloc not in hosts:
+            return False
+        if origin not in self.origins and len(self.origins) < PAGE_VARIANTS:
+            self.origins.add(origin)
+        return origin in self.origins
 
     @staticmethod
     def _path(scope: Scope) -> str:
@@ -127,8 +147,16 @@ class CachedCompression(BrotliMiddleware):
         encoding = self._encoding(scope)
         if encoding is None:
             return await super().__call__(scope, receive, send)
-        key = (self._path(scope), encoding)
-        kept = await self._kept_once(self.kept, key, lambda: self._compute(scope, receive, encoding))
+        # A page's scripts are asked for with its origin (Vite's `crossorigin`), and Gradio's CORS middleware
+        # answers each origin with headers of its own: kept per origin, for the server's own origins only.
+        origin = Headers(scope=scope).get("origin")
+        if origin is not None and not self._own_origin(scope, origin):
+            if not frontend_patch.applies_to(self._path(scope)):
+                return await super().__call__(scope, receive, send)
+            kept = await self._compute(scope, receive, encoding)  # another site's: patched, not kept
+        else:
+            key = (self._path(scope), encoding, origin)
+            kept = await self._kept_once(self.kept, key, lambda: self._compute(scope, receive, encoding))
         if kept is None:  # not a file (a 404) or not ours to keep: Gradio's own path
             return await super().__call__(scope, receive, send)
         status, headers, body = kept
@@ -155,14 +183,18 @@ class CachedCompression(BrotliMiddleware):
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        await self.app(dict(scope, headers=[(k, v) for k, v in scope["headers"] if k != b"if-none-match"]),
-                       receive, capture)
+        # The whole file: a range of a patched script would be a range of Gradio's own bytes.
+        asked = [(k, v) for k, v in scope["headers"] if k not in (b"if-none-match", b"range")]
+        await self.app(dict(scope, headers=asked), receive, capture)
         raw = Headers(raw=start.get("headers", []))
         if start.get("status") != 200 or "content-encoding" in raw:
             return None
         body = b"".join(chunks)
         if page and DEEP_LINK_NONE not in body:  # a page made for one deep link is not every student's
             return None
+        shipped = body
+        if not page:
+            body = frontend_patch.patched(self._path(scope), body)  # Gradio's page core, faster (see there)
         headers = MutableHeaders(raw=list(start["headers"]))
         if len(body) >= self.minimum_size and encoding != "identity":  # Gradio leaves small files as they are
             if encoding == "br":
@@ -172,8 +204,8 @@ class CachedCompression(BrotliMiddleware):
             else:
                 body = await anyio.to_thread.run_sync(lambda: gzip.compress(body, compresslevel=9, mtime=0))
             headers["Content-Encoding"] = encoding
-            if "accept-ranges" in headers:
-                del headers["accept-ranges"]  # a range of the compressed bytes is not what the route serves
+        if body is not shipped and "accept-ranges" in headers:
+            del headers["accept-ranges"]  # a range of these bytes is not what Gradio's route serves
         headers["Content-Length"] = str(len(body))
         headers.add_vary_header("Accept-Encoding")
         if page:
