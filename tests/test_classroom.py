@@ -342,7 +342,7 @@ def test_a_failed_reveal_leaves_the_question_open(tiny_models, monkeypatch):
     def broken(*args):
         raise BadInput("the model is not answering")
 
-    monkeypatch.setitem(scoring.SCORERS, "next_token", broken)
+    monkeypatch.setattr(scoring, "model_side", broken)
     with pytest.raises(BadInput, match="not answering"):
         sessions.class_reveal(start["lecturer_key"])
     sessions._snapshots.clear()

@@ -216,8 +216,8 @@ def check_question(kind, text, model, choices, correct, top_k) -> dict:
             raise BadInput("No masked LM (BERT) is available here, so a fill-in-the-blank question cannot be "
                            "revealed beside a model. Ask the class for the next word instead (SmolLM2).")
         top_k = check_int(top_k, "Top-k", 1, 20)
-        lab = services.get(kind)(text, model, top_k) if kind == "fill_mask" else services.get(kind)(text, model)
-        question.update(model=lab["model"], settings={"top_k": top_k, "temperature": 1.0})
+        side = scoring.model_side(kind, text, model, top_k, [])  # its passes are cached for the reveal
+        question.update(model=side.model, settings={"top_k": top_k, "temperature": 1.0})
     elif kind == "choice":
         question["choices"] = answers.options_of(choices)
         if correct not in (None, ""):

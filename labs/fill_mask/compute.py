@@ -10,7 +10,7 @@ import numpy as np
 
 from labs.core.errors import BadInput, check_int, check_text
 from labs.core.models import models
-from labs.core.work import lm
+from labs.core.work import lm, word_scores
 
 MAX_BLANKS = 10
 MAX_TOKENS = 256  # a long paragraph: BERT reads 512, but half the length is a quarter of the attention
@@ -94,10 +94,7 @@ def causal_lm(model) -> models.LoadedModel:
 def encode(loaded: models.LoadedModel, text: str) -> tuple[list[int], list[int]]:
     """Token ids with the blanks mapped to the mask token, and the blanks' positions; refuse what
     the model cannot take."""
-    tokenizer = loaded.tokenizer
-    ids = tokenizer(lm.with_mask_token(check_sentence(text), tokenizer.mask_token))["input_ids"]
-    lm.check_length(ids, min(MAX_TOKENS, loaded.max_tokens))
-    blanks = [i for i, t in enumerate(ids) if t == tokenizer.mask_token_id]
+    ids, blanks = word_scores.blank_ids(loaded, check_sentence(text), MAX_TOKENS)
     if not blanks:
         raise BadInput("There is no blank in your text. Write [MASK] (or ___) where a word is missing, "
                        f"for example: {EXAMPLE}")
