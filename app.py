@@ -39,6 +39,7 @@ from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
 from labs.core.serving import fast_sessions, static_cache, status_route, tab_bar
 from labs.core.ui import status, theme, ui
+from labs.core.ui.build import Build
 from labs.core.work import ray_backend, ray_passes, services, zerogpu
 from labs.core.work.endpoints import Endpoint
 from labs.cost import endpoints as cost_endpoints  # noqa: E402
@@ -114,6 +115,10 @@ def build_app() -> gr.Blocks:
     # Every hour, Gradio's copies of files it served (Attention's downloads, uploaded CSVs) older than a
     # day are deleted: a course's worth of them would otherwise fill the disk.
     with gr.Blocks(title="LM Lab", analytics_enabled=False, delete_cache=(3600, 86400)) as demo:
+        # This build's context, handed to every lab's build: what the tabs record while they are laid out (their
+        # link inputs, first results, class buttons, the class lab's shared parts) is read back below. One per
+        # gr.Blocks, so a second app built in this process starts afresh.
+        ctx = Build(demo)
         with gr.Row(elem_id="lab-header"):
             gr.Markdown(HEADER)
             present = gr.Button("Presenter view", size="sm", scale=0, elem_id="lab-present-toggle")
@@ -125,7 +130,7 @@ def build_app() -> gr.Blocks:
                 if os.environ.get("OAUTH_CLIENT_ID"):  # the Space's card asks for Hugging Face sign-in (hf_oauth)
                     gr.LoginButton(size="sm", scale=0)
         link_notes = gr.Markdown(elem_id="lab-link-notes")
-        classroom.build_student_panel(demo)  # a student in a class (?class=CODE) sees the question first
+        classroom.build_student_panel(ctx)  # a student in a class (?class=CODE) sees the question first
         groups = []
         with gr.Tabs(elem_id="lab-groups", overflow_behavior="wrap") as tabs:  # a phone shows every name whole
             for title, group_id, labs in GROUPS:
@@ -134,11 +139,12 @@ def build_app() -> gr.Blocks:
                         tab_of = {}
                         for lab in labs:
                             with gr.Tab(lab.TITLE, id=lab.ID) as tab_of[lab.ID]:
-                                lab.build(demo)
+                                lab.build(ctx)
                 groups.append(tab_bar.TabGroup(group_id, group_tab, lab_tabs, tab_of))
-        classroom.connect(demo)  # the labs' "Ask the class" buttons, now that every tab exists
-        # A link opens its tab (in its group) with its inputs; each tab computes its first result when shown.
-        tab_bar.page_load(demo, tabs, groups, link_notes)
+        classroom.connect(ctx)  # the labs' "Ask the class" buttons (ctx.class_hooks), now that every tab exists
+        # A link opens its tab (in its group) with its inputs (ctx.links); each tab computes its first result when
+        # shown (ctx.loads).
+        tab_bar.page_load(demo, tabs, groups, link_notes, ctx.loads, ctx.links)
         present.click(None, js=PRESENT_JS)
         for group in declared.values():  # the API: every lab's declared endpoints, then the app's
             ui.register(group)

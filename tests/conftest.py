@@ -351,19 +351,17 @@ def panel_run(browser, link: str, title: str, button: str):
 
 
 def linked_inputs(lab: str) -> dict:
-    """What the lab's tab registers for its links (parameter -> what it accepts), built alone, the shared
-    registries left as they were."""
+    """What the lab's tab registers for its links (parameter -> what it accepts), built alone with a build
+    context of its own (nothing shared with an app built in this process)."""
     import gradio as gr
 
     from labs.core.ui import ui
+    from labs.core.ui.build import Build
 
-    before = list(ui.registered_links), list(ui.registered_loads)
-    try:
-        with gr.Blocks() as demo:
-            importlib.import_module(f"labs.{lab}.tab").build(demo)
-        return {name: ui.spec_of(c) for tab, name, c in ui.registered_links if tab == lab}
-    finally:
-        ui.registered_links[:], ui.registered_loads[:] = before
+    with gr.Blocks() as demo:
+        ctx = Build(demo)
+        importlib.import_module(f"labs.{lab}.tab").build(ctx)
+    return {name: ui.spec_of(c) for tab, name, c in ctx.links if tab == lab}
 
 
 # ---------------------------------------------------------------- batching tests: hold the first batch

@@ -179,15 +179,11 @@ def test_every_stop_answers_on_a_line_no_run_writes():
     tab, each of its four Stop buttons writes only a line that no streaming run writes."""
     import gradio as gr
 
-    from labs.core.ui import ui
+    from labs.core.ui.build import Build
     from labs.finetune import tab as finetune_lab
 
-    before = list(ui.registered_links), list(ui.registered_loads)
-    try:
-        with gr.Blocks() as demo:
-            finetune_lab.build(demo)
-    finally:
-        ui.registered_links[:], ui.registered_loads[:] = before
+    with gr.Blocks() as demo:
+        finetune_lab.build(Build(demo))  # a build context of its own: nothing shared with an app built here
     stops = {block._id for block in demo.blocks.values() if isinstance(block, gr.Button) and block.value == "Stop"}
     streamed = {block._id for fn in demo.fns.values() if fn.types_generator for block in fn.outputs}
     stop_writes = [{block._id for block in fn.outputs} for fn in demo.fns.values()

@@ -16,7 +16,7 @@ LABS = ROOT / "labs"
 CORE = LABS / "core"  # what the labs share; every other folder of labs/ is a lab
 LAB_FOLDERS = sorted(p.parent.name for p in LABS.glob("*/__init__.py") if p.parent != CORE)
 ROOMS = {"models", "work", "serving", "ui"}  # labs/core's rooms (docs/architecture.md, "Layout")
-GRADIO_MODULES = {"ui.py", "table.py", "fast_sessions.py", "static_cache.py", "theme.py", "class_hooks.py"}  # with each lab's tab.py and tab_<panel>.py: the only gradio importers
+GRADIO_MODULES = {"ui.py", "build.py", "table.py", "fast_sessions.py", "static_cache.py", "theme.py", "class_hooks.py"}  # with each lab's tab.py and tab_<panel>.py: the only gradio importers
 CONTRACT = ("TITLE", "ID", "EXPLAINER", "TRY_THIS", "build")  # docs/architecture.md, "Adding a lab"
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 API_DOCS = (ROOT / "docs" / "api.md").read_text()

@@ -15,6 +15,7 @@ from labs.attention.compute import EXAMPLES, AttentionRun
 from labs.core.errors import MAX_CHARS, each
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 TITLE = "Attention"
 ID = "attention"  # the ?tab= link and the folder
@@ -179,7 +180,7 @@ def bertviz_tab(view: str, explanation: str):
     return frame, download
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     with gr.Row():
         with gr.Column(scale=3):
@@ -222,16 +223,16 @@ def build(demo: gr.Blocks) -> None:
         compare_note = gr.Markdown()
         with gr.Row():
             compare_left, compare_right = gr.Plot(), gr.Plot()
-    ui.link(__name__, text=text, text_b=text_b, model=model, layer=layer, head=head, part=part)
-    tab_steps.build(demo)
-    tab_cost.build(demo)
+    ctx.link(__name__, text=text, text_b=text_b, model=model, layer=layer, head=head, part=part)
+    tab_steps.build(ctx)
+    tab_cost.build(ctx)
     ui.try_this(*TRY_THIS)
 
     inputs = [text, text_b, model, layer, head, average, part]
     shown = [notice, segments, head_view, model_view, head_download, model_download, layer, head, head_plot,
              grid_plot, counts, legend, head_map, result_json, part]
     ui.wire([show.click, part.input], on_show, inputs, shown)
-    ui.on_load(demo, on_show, inputs, shown)
+    ctx.on_load(on_show, inputs, shown)
     ui.wire([layer.release, head.release, average.change], on_heatmap, inputs, [head_plot, grid_plot])
     ui.wire(head_map.select, on_cell, [text, text_b, model, part], [layer, head, average, head_plot, grid_plot])
     ui.wire(compare_btn.click, on_compare, [text, compare_encoder, compare_causal],

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from labs.attention import cost, long_document, quotes
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 HEADING = "## What attention costs, and long documents"
 EXPLAINER = ("Every token's query meets every token's key, so one layer's attention matrix has **n × n** entries "
@@ -111,7 +112,7 @@ def on_document(text, model_name):
     return summary, doc_rows(result), spans_figure(result), result
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     gr.Markdown(HEADING)
     ui.explainer(EXPLAINER)
     gr.Markdown(COST_COURSE, elem_classes=["lab-secondary"])
@@ -138,7 +139,7 @@ def build(demo: gr.Blocks) -> None:
     doc_table = ui.table(DOC_HEADERS, "Each strategy's reading and verdict", wrap=True,
                          column_widths=["150px", "90px", "330px", "110px", "110px", "100px"])
     doc_plot, doc_json = gr.Plot(), ui.result_json()
-    ui.link(__name__, cost_model=cost_model, doc_text=doc_text, doc_model=doc_model)
+    ctx.link(__name__, cost_model=cost_model, doc_text=doc_text, doc_model=doc_model)
     ui.wire(measure.click, on_cost, [cost_model], [cost_summary, *cost_plots, cost_table, limit, cost_json],
             concurrency_id="attention_cost", concurrency_limit=1)
     ui.wire([classify.click, doc_text.submit], on_document, [doc_text, doc_model],

@@ -11,6 +11,7 @@ from labs.attention import quotes, steps
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 HEADING = "## Inside the transformer, step by step"
 EXPLAINER = ("Your sentence through the real model, one operation at a time: every step's **shape** and the "
@@ -101,7 +102,7 @@ def on_steps(text, text_b, model_name, layer, head, position):
             result)
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     gr.Markdown(HEADING)
     ui.explainer(EXPLAINER)
     gr.Markdown(COURSE, elem_classes=["lab-secondary"])
@@ -125,10 +126,10 @@ def build(demo: gr.Blocks) -> None:
         figures = [gr.Plot(min_width=300) for _ in range(3)]
     scaling, predictions = gr.Markdown(), gr.Markdown()
     result = ui.result_json()
-    ui.link(__name__, steps_text=text, steps_text_b=text_b, steps_model=model, steps_layer=layer, steps_head=head,
+    ctx.link(__name__, steps_text=text, steps_text_b=text_b, steps_model=model, steps_layer=layer, steps_head=head,
             steps_position=position)
     inputs = [text, text_b, model, layer, head, position]
     outputs = [summary, table, *figures, scaling, predictions, layer, head, result]
     ui.wire([run.click, text.submit, text_b.submit, layer.release, head.release, position.input], on_steps,
             inputs, outputs)
-    ui.on_load(demo, on_steps, inputs, outputs)
+    ctx.on_load(on_steps, inputs, outputs)

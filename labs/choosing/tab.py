@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import gradio as gr
-
 from labs.choosing import (
     tab_architectures,
     tab_bias,
@@ -16,6 +14,7 @@ from labs.choosing import (
     tab_temperature,
 )
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 
 TITLE = "Choosing a model"
 ID = "choosing"
@@ -41,7 +40,7 @@ TRY_THIS = (
     "does the loss multiply the KL by T², and what happens to L when you set β = 0?")
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     cards_panel = tab_cards.build()
     architectures_panel = tab_architectures.build()  # published sizes, counted on the meta device
@@ -52,16 +51,16 @@ def build(demo: gr.Blocks) -> None:
     tasks_panel = tab_tasks.build()
     t5_panel = tab_t5.build()  # T5's text-to-text prefixes
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
+    ctx.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
             template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row,
             t5_task=t5_panel.task, t5_prefix=t5_panel.prefix, t5_text=t5_panel.text, temp_text=temperature_panel.text,
             temperatures=temperature_panel.temps, arch_group=architectures_panel.group,
             arch_tokens=architectures_panel.tokens)
-    tab_cards.wire(demo, cards_panel)
-    tab_architectures.wire(demo, architectures_panel)
+    tab_cards.wire(ctx, cards_panel)
+    tab_architectures.wire(ctx, architectures_panel)
     tab_distillation.wire(distill_panel)
-    tab_temperature.wire(demo, temperature_panel)
-    tab_few_shot.wire(demo, shots_panel)
-    tab_bias.wire(demo, bias_panel)
-    tab_tasks.wire(demo, tasks_panel)
-    tab_t5.wire(demo, t5_panel)
+    tab_temperature.wire(ctx, temperature_panel)
+    tab_few_shot.wire(ctx, shots_panel)
+    tab_bias.wire(ctx, bias_panel)
+    tab_tasks.wire(ctx, tasks_panel)
+    tab_t5.wire(ctx, t5_panel)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from labs.choosing import architectures as arch
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 HEADERS = ["Architecture", "Layers × hidden", "Context, vocabulary", "Parameters counted", "The course says", "Embeddings",
            "GFLOPs per token", "LayerNorm", "Weights with a bias", "Layer weights / layers run", "Positions"]
@@ -99,7 +100,7 @@ def build() -> SimpleNamespace:
     return SimpleNamespace(group=group, tokens=tokens, run=run, table=table, plot=plot, details=details, result=result)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     inputs, outputs = [p.group, p.tokens], [p.table, p.plot, p.details, p.result]
     ui.wire([p.run.click, p.group.input], on_count, inputs, outputs)
-    ui.on_load(demo, on_count, inputs, outputs)
+    ctx.on_load(on_count, inputs, outputs)

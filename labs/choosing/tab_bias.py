@@ -9,6 +9,7 @@ import gradio as gr
 from labs.choosing import bias, domains
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 NO_MASKED = ("\n\n⚠️ No masked LM is available here: the masked form of the probe needs bert-base-uncased from the "
              "Hugging Face Hub (run `./lab download` once while online); the causal LM answers above.")
@@ -95,10 +96,10 @@ def build() -> SimpleNamespace:
                            dtext=dtext, drun=drun, dplot=dplot, dnote=dnote, dbox=dbox)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     probe = ([p.model, p.template], [p.plot, p.text, p.box])
     ui.wire([p.run.click, p.template.submit], on_bias, *probe)
-    ui.on_load(demo, on_bias, *probe)
+    ctx.on_load(on_bias, *probe)
     shift = ([p.dmodel, p.dtext], [p.dplot, p.dnote, p.dbox])
     ui.wire([p.drun.click, p.dtext.submit], on_domains, *shift)
-    ui.on_load(demo, on_domains, *shift)
+    ctx.on_load(on_domains, *shift)

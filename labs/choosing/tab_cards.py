@@ -10,6 +10,7 @@ import gradio as gr
 
 from labs.choosing import cards, course
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 
 CARD_HEADERS = ["Model", "Family", "Layers", "Hidden", "Heads", "Vocabulary (tokenizer)", "Parameters",
                 "of which embeddings", "Pre-training objective", "One forward pass"]
@@ -103,9 +104,9 @@ def build() -> SimpleNamespace:
     return SimpleNamespace(note=note, table=table, measure=measure, box=box, row=row, course=course_table)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     outputs = [p.table, p.note, p.box]
-    ui.on_load(demo, on_cards, None, outputs)
+    ctx.on_load(on_cards, None, outputs)
     ui.wire(p.measure.click, on_measure, None, outputs, concurrency_limit=1, concurrency_id="choosing-latency")
-    ui.on_load(demo, on_course, p.row, p.course)
+    ctx.on_load(on_course, p.row, p.course)
     ui.wire(p.row.change, on_course, p.row, p.course)

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from labs.choosing import few_shot
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 LABEL_CHOICES = [("natural: positive / negative", "natural"), ("arbitrary: apple / banana", "arbitrary")]
 COLOURS = {"natural": plots.BLUE, "arbitrary": plots.RED}
@@ -94,8 +95,8 @@ def build() -> SimpleNamespace:
                            progress=progress, plot=plot, text=text, box=box)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     inputs, outputs = [p.model, p.labels, p.shots], [p.prompt, p.answer]
-    ui.on_load(demo, on_prompt, inputs, outputs)
+    ctx.on_load(on_prompt, inputs, outputs)
     ui.wire([p.labels.change, p.shots.release, p.model.change], on_prompt, inputs, outputs)
     ui.wire(p.run.click, on_curve, p.model, [p.progress, p.plot, p.text, p.box])

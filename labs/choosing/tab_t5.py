@@ -12,6 +12,7 @@ from labs.choosing import t5_prefixes as t5
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import course_quotes, ui
+from labs.core.ui.build import Build
 
 OWN = "own"
 HEADERS = ["Prefix", "Raw text in", "Raw text out"]
@@ -107,10 +108,10 @@ def build() -> SimpleNamespace:
                            every=every, out=out, table=table, result=result)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     inputs = [p.prefix, p.text, p.model, p.max_new]
     ui.wire(p.task.input, on_task, p.task, [p.prefix, p.text, p.source]).then(
         ui.friendly(on_run), inputs, [p.out, p.result], api_visibility="private")
     ui.wire([p.run.click, p.text.submit, p.prefix.submit], on_run, inputs, [p.out, p.result])
     ui.wire(p.every.click, on_every, [p.text, p.model, p.max_new], p.table)
-    ui.on_load(demo, on_run, inputs, [p.out, p.result])
+    ctx.on_load(on_run, inputs, [p.out, p.result])

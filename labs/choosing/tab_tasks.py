@@ -10,6 +10,7 @@ import gradio as gr
 
 from labs.choosing import tasks
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 
 
 def on_task(task_key):
@@ -50,7 +51,7 @@ def build() -> SimpleNamespace:
                            answer=answer)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
-    ui.on_load(demo, on_task, p.task, [p.card, p.text])
+def wire(ctx: Build, p: SimpleNamespace) -> None:
+    ctx.on_load(on_task, p.task, [p.card, p.text])
     ui.wire(p.task.change, on_task, p.task, [p.card, p.text])
     ui.wire(p.check.click, on_check, [p.task, p.architecture, p.head, p.text], p.answer)

@@ -13,6 +13,7 @@ from labs.choosing import distillation
 from labs.choosing import temperature as dt
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 
 COURSE = (f"**Textbook {dt.SECTION.split(' ', 1)[0]}:**\n\n> {dt.QUOTE_LOSS}\n>\n"
           + "\n".join(f"> {q}" for q in dt.QUOTE_TERMS)
@@ -103,7 +104,7 @@ def build() -> SimpleNamespace:
                            outputs=[found, plot, frame, box])
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     inputs = [p.text, p.temps, p.teacher, p.student, *p.weights]
     ui.wire([p.button.click, p.text.submit, p.temps.submit], on_temperature, inputs, p.outputs)
-    ui.on_load(demo, on_temperature, inputs, p.outputs)
+    ctx.on_load(on_temperature, inputs, p.outputs)

@@ -12,7 +12,8 @@ from gradio.context import LocalContext
 
 from labs.classroom import sessions, tab_lecturer, tab_projector, tab_student, views
 from labs.core.errors import LabError
-from labs.core.ui import class_hooks, ui
+from labs.core.ui import ui
+from labs.core.ui.build import Build
 
 TITLE = "Ask the class"
 ID = "classroom"
@@ -115,9 +116,10 @@ def on_delete(state, request: gr.Request):
     return [{}, *views_of(None, None)]
 
 
-def build_student_panel(demo: gr.Blocks) -> None:
-    """The student's panel, above the tab bar (app.py builds it before the tabs: their buttons use its states)."""
-    tab_student.build_panel(demo)
+def build_student_panel(ctx: Build) -> None:
+    """The student's panel, above the tab bar (app.py builds it before the tabs: their buttons use its states);
+    kept in the build (ctx.student_panel) for the Class tab's "Join" and the workbook's "Share"."""
+    ctx.student_panel = tab_student.build_panel(ctx)
 
 
 def on_join(code, membership, request: gr.Request):
@@ -148,8 +150,8 @@ def layout() -> SimpleNamespace:
     return parts
 
 
-def build(demo: gr.Blocks) -> None:
-    hooks = class_hooks.hooks
+def build(ctx: Build) -> None:
+    hooks = ctx.class_hooks
     ui.explainer(EXPLAINER)
     parts = layout()
     ui.try_this(*TRY_THIS)
@@ -157,7 +159,7 @@ def build(demo: gr.Blocks) -> None:
     redrawn = [hooks.lecturer, *(getattr(parts, name) for name in VIEW)]
     link_key = gr.Textbox(visible=False)
     lecturing = dict(fn=None, inputs=hooks.lecturer, outputs=None, js=LECTURING_JS, api_visibility="private")
-    ui.wire(demo.load, on_page_open, [link_key, hooks.lecturer], redrawn, js=READ_LINK_KEY_JS).then(**lecturing)
+    ui.wire(ctx.demo.load, on_page_open, [link_key, hooks.lecturer], redrawn, js=READ_LINK_KEY_JS).then(**lecturing)
     ui.wire(parts.start.click, on_start, parts.title, redrawn).then(**lecturing)
     ask_inputs = [parts.kind, parts.text, parts.model, parts.choices, parts.correct, parts.top_k]
     ui.wire(parts.ask.click, acting(sessions.class_ask), [hooks.lecturer, *ask_inputs], redrawn)
@@ -171,20 +173,17 @@ def build(demo: gr.Blocks) -> None:
         None, parts.export_text, None, js=tab_projector.DOWNLOAD_CSV_JS)
     ui.wire(parts.delete.click, on_delete, hooks.lecturer, redrawn).then(**lecturing)
     parts.copy.click(None, hooks.lecturer, None, js=tab_lecturer.COPY_LECTURER_LINK_JS, api_visibility="private")
-    panel = tab_student.PANEL
+    panel = ctx.student_panel
     ui.wire([parts.join.click, parts.code.submit], on_join, [parts.code, hooks.membership],
             [hooks.membership, panel.page, *panel.view_outputs()]).then(None, panel.page, None,
                                                                         js=tab_student.IN_CLASS_JS)
-    BUILT[:] = redrawn
+    ctx.lecturer_views = redrawn  # for connect: the labs' "Ask the class" buttons redraw them
 
 
-BUILT: list = []  # this app's lecturer views, for connect (the labs' buttons redraw them)
-
-
-def connect(demo: gr.Blocks) -> None:
-    """The labs' "Ask the class" buttons and the workbook's "Share my results", recorded while their tabs were
-    built (labs.core.ui.class_hooks), wired now to this lab's functions and views."""
-    taken = class_hooks.take()
+def connect(ctx: Build) -> None:
+    """The labs' "Ask the class" buttons and the workbook's "Share my results", recorded in this build while
+    their tabs were built (ctx.class_hooks), wired now to this lab's functions and views."""
+    taken = ctx.class_hooks
     for button, kind, inputs in taken.asks:
         names = list(inputs)
 
@@ -197,9 +196,9 @@ def connect(demo: gr.Blocks) -> None:
             gr.Info("Asked: the class sees it now. Reveal it in the Class tab.")
             return overview_for(state, request)
 
-        ui.wire(button.click, ask_from_lab, [taken.lecturer, *inputs.values()], BUILT).then(
+        ui.wire(button.click, ask_from_lab, [taken.lecturer, *inputs.values()], ctx.lecturer_views).then(
             None, js=OPEN_CLASS_TAB_JS)
-    page = tab_student.PANEL.page
+    page = ctx.student_panel.page
     for button, workbook, note in taken.shares:
         ui.wire(button.click, on_share, [page, workbook], note)
 

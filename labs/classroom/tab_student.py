@@ -13,7 +13,8 @@ import gradio as gr
 
 from labs.classroom import answers, sessions, views
 from labs.core.errors import LabError
-from labs.core.ui import class_hooks, ui
+from labs.core.ui import ui
+from labs.core.ui.build import Build
 
 # The page's URL keeps the class (a reload stays in it); the body class lets the CSS put the panel first.
 IN_CLASS_JS = """(page) => { if (page && page.code) {
@@ -43,7 +44,6 @@ class Panel:
         return [getattr(self, name) for name in VIEW]
 
 
-PANEL: Panel | None = None  # this app's panel: the Class tab's "Join" and the workbook's "Share" use it
 VIEW = ("column", "head", "question", "word", "choice", "send", "status", "results", "seen")
 
 
@@ -95,9 +95,10 @@ def refused(message: str) -> dict:
             "status": views.status_html(f"⚠️ {ui.esc(message)}"), "results": ""}
 
 
-def build_panel(demo: gr.Blocks) -> Panel:
-    """The panel, hidden until the page is in a class; made once, above the tab bar."""
-    hooks = class_hooks.create_states()
+def build_panel(ctx: Build) -> Panel:
+    """The panel, hidden until the page is in a class; made once, above the tab bar (the class lab keeps it in
+    the build: ctx.student_panel)."""
+    hooks = ctx.create_states()
     with gr.Column(visible=False, elem_id="lab-class-student") as column:
         head = gr.Markdown(elem_id="lab-class-head")
         question = gr.HTML(elem_id="lab-class-student-question")
@@ -111,8 +112,6 @@ def build_panel(demo: gr.Blocks) -> Panel:
         refresh = gr.Button("Refresh the class", visible="hidden", elem_id="lab-class-refresh")
     panel = Panel(column, head, question, word, choice, send, status, results, gr.State(None), gr.State(None),
                   refresh)
-    global PANEL
-    PANEL = panel
     outputs = panel.view_outputs()
 
     def on_open(membership, request: gr.Request):
@@ -146,7 +145,7 @@ def build_panel(demo: gr.Blocks) -> Panel:
                                  "lecturer reveals the answers.")
 
     state_inputs = [hooks.membership]
-    ui.wire(demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
+    ui.wire(ctx.demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
     ui.wire(refresh.click, on_refresh, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
     ui.wire([send.click, word.submit], on_send, [panel.page, word, choice], status, queue=False,
             show_progress="minimal")  # a row in the database: no queue (labs/classroom/tab.py)

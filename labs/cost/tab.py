@@ -11,6 +11,7 @@ import gradio as gr
 
 from labs.core.errors import check_choice, check_number
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.cost import compute, presets, tab_measure, tab_memory, tab_scaling
 from labs.cost.figures import compute_figure, count, devices_figure, duration, money, sci
 
@@ -127,7 +128,7 @@ def inputs_section() -> SimpleNamespace:
                            pue=pue, region=region, grid=grid, device_note=device_note)
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     x = inputs_section()
     run = gr.Button("Compute the cost", variant="primary")
@@ -144,7 +145,7 @@ def build(demo: gr.Blocks) -> None:
     scaling_panel = tab_scaling.build()
     ui.course_links(("bert_cost", "BERT's cost"), ("bert_hardware", "BERT's TPUs"), ("gpt3_time", "GPT-3's training time"), ("chinchilla", "N ≈ 20 × D"), ("mixed_precision", "“halves memory”"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, preset=x.preset, device=x.device, precision=x.precision, utilisation=x.utilisation,
+    ctx.link(__name__, preset=x.preset, device=x.device, precision=x.precision, utilisation=x.utilisation,
             devices=x.devices)
 
     cost_inputs = [x.params, x.tokens, x.device, x.devices, x.utilisation, x.price, x.power, x.pue, x.grid,
@@ -158,8 +159,8 @@ def build(demo: gr.Blocks) -> None:
                                     (x.region, on_grid, [x.grid])):  # fill the defaults, then compute
         ui.wire(source.input, handler, source, filled).then(ui.friendly(on_cost), cost_inputs, cost_outputs,
                                                             api_visibility="private")
-    ui.on_load(demo, on_open, [x.preset, x.device, x.devices, x.utilisation, x.pue, x.region, x.precision],
+    ctx.on_load(on_open, [x.preset, x.device, x.devices, x.utilisation, x.pue, x.region, x.precision],
                [x.params, x.tokens, x.price, x.power, x.grid, x.preset_note, x.device_note, *cost_outputs])
     tab_measure.wire(measure_panel)
-    tab_memory.wire(demo, memory_panel)
-    tab_scaling.wire(demo, scaling_panel)
+    tab_memory.wire(ctx, memory_panel)
+    tab_scaling.wire(ctx, scaling_panel)

@@ -9,6 +9,7 @@ import gradio as gr
 
 from labs.core.errors import check_choice
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.cost import memory, presets
 from labs.cost.figures import count, gigabytes, memory_figure
 
@@ -77,11 +78,11 @@ def build() -> SimpleNamespace:
                            targets=targets, batch=batch, length=length, run=run, outputs=[text, plot, box])
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     inputs = [p.model, p.params, p.precision, p.optimizer, p.rank, p.targets, p.batch, p.length]
     triggers = [p.run.click, p.precision.input, p.optimizer.input, p.rank.release, p.targets.input,
                 p.params.submit, p.batch.submit, p.length.submit]
     ui.wire(triggers, on_memory, inputs, p.outputs)
     ui.wire(p.model.input, on_model, p.model, p.params).then(ui.friendly(on_memory), inputs, p.outputs,
                                                              api_visibility="private")
-    ui.on_load(demo, on_memory, inputs, p.outputs)
+    ctx.on_load(on_memory, inputs, p.outputs)

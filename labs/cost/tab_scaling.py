@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.cost import course, presets, scaling
 from labs.cost.figures import count, scaling_figure, sci
 
@@ -74,7 +75,7 @@ def build() -> SimpleNamespace:
                            answer=answer, table=table)
 
 
-def wire(demo: gr.Blocks, p: SimpleNamespace) -> None:
+def wire(ctx: Build, p: SimpleNamespace) -> None:
     ui.wire([p.run.click, p.budget.submit], on_scaling, p.budget, p.outputs)
-    ui.on_load(demo, on_scaling, p.budget, p.outputs)
+    ctx.on_load(on_scaling, p.budget, p.outputs)
     ui.wire([p.answer_button.click, *(n.submit for n in p.full)], on_exercise, p.full, p.answer)

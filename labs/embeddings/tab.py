@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from labs.core.errors import check_int
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.embeddings import compute, tab_pooling, tab_probes, tab_static
 
 TITLE = "Embeddings"
@@ -182,7 +183,7 @@ def causal_example():
     return compute.CAUSAL_EXAMPLE, "bank"
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     with gr.Row():
         sentences = gr.Textbox(compute.EXAMPLE, label="Sentences that share a word (one per line; optional | sense)",
@@ -214,16 +215,16 @@ def build(demo: gr.Blocks) -> None:
             compare = gr.Button("Compare sentences 1 and 2", variant="primary")
         compare_plot, compare_note = gr.Plot(), gr.Markdown()
     result_json = ui.result_json()
-    ui.link(__name__, sentences=sentences, word=word, model=model, layer=layer)
-    tab_static.build(demo)
-    tab_pooling.build(demo)
-    tab_probes.build(demo)
+    ctx.link(__name__, sentences=sentences, word=word, model=model, layer=layer)
+    tab_static.build(ctx)
+    tab_pooling.build(ctx)
+    tab_probes.build(ctx)
     ui.try_this(*TRY_THIS)
 
     inputs = [sentences, word, model, layer]
     shown = [note, similarity, senses, word_map, sentence_plot, guess, verdict, layer, result_json]
     ui.wire([show.click, sentences.submit, word.submit], on_show, inputs, shown)
-    ui.on_load(demo, on_show, inputs, shown)
+    ctx.on_load(on_show, inputs, shown)
     ui.wire(layer.release, on_layer, inputs, [similarity, word_map], show_progress="hidden")
     ui.wire(reveal.click, on_reveal, [sentences, word, model, guess], verdict)
     ui.wire(example.click, causal_example, None, [sentences, word], queue=False).then(

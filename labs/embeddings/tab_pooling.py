@@ -9,6 +9,7 @@ import numpy as np
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.embeddings import pooling
 
 HEADING = "## One vector per sentence: [CLS], mean or max pooling?"
@@ -79,7 +80,7 @@ def on_pooling(sentences, model):
             r.to_json())
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown(HEADING)
     gr.Markdown(COURSE)
     with gr.Row():
@@ -95,8 +96,8 @@ def build(demo: gr.Blocks) -> dict:
                      label="Each sentence's nearest other sentence (✓ its paraphrase)", wrap=True,
                      column_widths=["28%", "24%", "24%", "24%"])
     result = ui.result_json()
-    ui.link(__name__, pool_sentences=sentences, pool_model=model)
+    ctx.link(__name__, pool_sentences=sentences, pool_model=model)
     outputs = [found, *plots_, table, result]
     ui.wire([button.click, sentences.submit], on_pooling, [sentences, model], outputs)
-    ui.on_load(demo, on_pooling, [sentences, model], outputs)
+    ctx.on_load(on_pooling, [sentences, model], outputs)
     return {"sentences": sentences, "model": model}

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.embeddings import probes
 
 HEADING = "## What each layer knows: linear probes"
@@ -71,7 +72,7 @@ def on_probes(probe, model):
     return verdict(r), figure(r), table(r), r
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown(HEADING)
     gr.Markdown(COURSE)
     with gr.Row():
@@ -82,8 +83,8 @@ def build(demo: gr.Blocks) -> dict:
     plot = gr.Plot(label="Held-out accuracy per layer")
     frame = ui.table(HEADERS, "Each probe: its baseline, where it peaks, where it gains", wrap=True)
     result = ui.result_json()
-    ui.link(__name__, probe=probe, probe_model=model)
+    ctx.link(__name__, probe=probe, probe_model=model)
     outputs = [found, plot, frame, result]
     ui.wire([button.click], on_probes, [probe, model], outputs)
-    ui.on_load(demo, on_probes, [probe, model], outputs)
+    ctx.on_load(on_probes, [probe, model], outputs)
     return {"probe": probe, "probe_model": model}

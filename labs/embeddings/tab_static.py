@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.embeddings import compute, static
 
 HEADING = "## Static embeddings: king − man + woman on this model's embedding matrix"
@@ -53,7 +54,7 @@ def on_analogy(a, b, c, expected, model, top_k):
     return summary(r), neighbours_figure(r), bank_line(static.one_row_two_vectors(loaded)), r.to_json()
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown(HEADING)
     gr.Markdown(COURSE)
     a_, b_, c_, e_ = static.EXAMPLE
@@ -72,8 +73,8 @@ def build(demo: gr.Blocks) -> dict:
         chart = gr.Plot(label="The nearest rows", scale=3)
         bank = gr.Markdown(scale=2)
     result = ui.result_json()
-    ui.link(__name__, a=a, b=b, c=c, expected=expected, analogy_model=model, top_k=top_k)
+    ctx.link(__name__, a=a, b=b, c=c, expected=expected, analogy_model=model, top_k=top_k)
     inputs, outputs = [a, b, c, expected, model, top_k], [found, chart, bank, result]
     ui.wire([button.click, a.submit, b.submit, c.submit, expected.submit], on_analogy, inputs, outputs)
-    ui.on_load(demo, on_analogy, inputs, outputs)
+    ctx.on_load(on_analogy, inputs, outputs)
     return {"a": a, "model": model}

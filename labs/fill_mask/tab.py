@@ -7,7 +7,8 @@ import pandas as pd
 
 from labs.core.errors import MAX_CHARS, check_int
 from labs.core.models import models
-from labs.core.ui import class_hooks, plots, ui
+from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.fill_mask import compute
 from labs.fill_mask.compute import DOWNLOAD_HINT, EXAMPLES, MAX_BLANKS
 
@@ -147,7 +148,7 @@ def next_seed(seed):
     return check_int(seed, "The seed") + 1 if seed is not None else 1
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     masked_names = models.choice_names("masked")
     if not masked_names:
@@ -160,7 +161,7 @@ def build(demo: gr.Blocks) -> None:
             top_k = gr.Slider(*compute.TOP_K_RANGE, value=5, step=1, label="Top-k guesses per blank")
     with gr.Row():
         predict_btn = gr.Button("Predict the blanks", variant="primary")
-        class_hooks.ask_button("fill_mask", "🙋 Ask the class about this blank", text=text, model=model, top_k=top_k)
+        ctx.ask_button("fill_mask", "🙋 Ask the class about this blank", text=text, model=model, top_k=top_k)
     gr.Examples([[e] for e in EXAMPLES], inputs=[text], label="Examples from the lecture", elem_id="fm-examples")
     filled = gr.Markdown()
     with gr.Row():
@@ -190,17 +191,17 @@ def build(demo: gr.Blocks) -> None:
         sim_summary = gr.Markdown()
     ui.course_links(("p_cat", "P(cat) = 0.73"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, text=text, model=model, top_k=top_k)
+    ctx.link(__name__, text=text, model=model, top_k=top_k)
 
     predicted = [filled, chart, table, tokens, result_json]
     ui.wire([predict_btn.click, text.submit], on_left, [text, causal, top_k], left_chart)
-    ui.on_load(demo, on_left, [text, causal, top_k], left_chart)
+    ctx.on_load(on_left, [text, causal, top_k], left_chart)
     if masked_names:
         ui.wire([predict_btn.click, text.submit], on_predict, [text, model, top_k], predicted)
-        ui.on_load(demo, on_predict, [text, model, top_k], predicted)
+        ctx.on_load(on_predict, [text, model, top_k], predicted)
     else:
         ui.wire(predict_btn.click, on_tokens_only, [model, text], tokens)
-        ui.on_load(demo, on_tokens_only, [model, text], tokens)
+        ctx.on_load(on_tokens_only, [model, text], tokens)
     ui.wire(guess_btn.click, on_guess, [text, model, blank_no, word], guess_out)
     ui.wire(sim_btn.click, on_simulate, [sim_text, model, seed], [sim_table, sim_summary])
     ui.wire(resample.click, next_seed, seed, seed, queue=False).then(

@@ -10,6 +10,7 @@ import pandas as pd
 from labs.core.errors import BadInput, check_int
 from labs.core.models import models
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.finetune import (
     codegen,
     data,
@@ -187,7 +188,7 @@ def extras_section() -> SimpleNamespace:
     return SimpleNamespace(code=code, lora=lora, lora_out=lora_out)
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     if not models.choice_names("encoder", "masked"):
         gr.Markdown(ui.notice(NO_ENCODER))
@@ -216,27 +217,27 @@ def build(demo: gr.Blocks) -> None:
     compare_button, compare_outputs = tab_strategies.section()
     f = s.form
     tab_tasks.recipes_panel(task, f.model, f.seed)  # the course's recipes beside this lab's defaults
-    panels = {**tab_data_efficiency.build(demo, f.model), **tab_adapters.build(demo, f.model),
-              **tab_ulmfit.build(demo), **tab_accumulation.build(demo, f.model)}
+    panels = {**tab_data_efficiency.build(ctx, f.model), **tab_adapters.build(ctx, f.model),
+              **tab_ulmfit.build(ctx), **tab_accumulation.build(ctx, f.model)}
     # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage, gradient accumulation
     extras = extras_section()
-    step = tab_step.build(demo)  # one gradient step by hand (B3): returns its link inputs
+    step = tab_step.build(ctx)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"), ("ner_subwords", "which word pieces get the NER label"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, model=f.model, strategy=f.kind, n=f.n, learning_rate=f.learning_rate, epochs=f.epochs,
+    ctx.link(__name__, model=f.model, strategy=f.kind, n=f.n, learning_rate=f.learning_rate, epochs=f.epochs,
             scratch=s.scratch, data=source, **step, **panels)
 
     data_outputs = dict(upload=upload, chosen=chosen, note=data_note, preview=preview, n_train=f.train_examples)
     ui.wire(source.change, ui.by_name(on_source, data_outputs), source, list(data_outputs.values()))
     ui.wire(upload.upload, ui.by_name(on_upload, data_outputs), upload, list(data_outputs.values()))
-    ui.on_load(demo, on_load_data, source, [data_note, preview])
+    ctx.on_load(on_load_data, source, [data_note, preview])
     param_inputs = [f.model, f.kind, f.n, f.lora_targets]
     ui.wire([f.model.change, f.kind.change, f.lora_targets.change, f.n.release], on_params, param_inputs, s.params)
-    ui.on_load(demo, on_params, param_inputs, s.params)
+    ctx.on_load(on_params, param_inputs, s.params)
     ui.wire(s.preset.change, preset_rate, s.preset, f.learning_rate)
     ui.wire([c.change for c in f.inputs()], gathered(on_code), f.inputs() + [chosen], extras.code,
             show_progress="hidden")
-    ui.on_load(demo, gathered(on_code), f.inputs() + [chosen], extras.code)
+    ctx.on_load(gathered(on_code), f.inputs() + [chosen], extras.code)
     # Runs are shared jobs (labs.core.work.jobs): identical ones train once, the others queue for the training slot
     # and the tab shows the place. The handler only follows its job, so it needs no slot of its own.
     # Pressing again replaces this page's run (one waiting run per student): every press goes through.
@@ -253,4 +254,4 @@ def build(demo: gr.Blocks) -> None:
     ui.wire(task.change, tab_tasks.on_task, [task, f.model],
             [f.learning_rate, f.epochs, out.text, out.text_b, out.view])
     ui.wire([c.change for c in extras.lora], on_lora, extras.lora, extras.lora_out)
-    ui.on_load(demo, on_lora, extras.lora, extras.lora_out)
+    ctx.on_load(on_lora, extras.lora, extras.lora_out)

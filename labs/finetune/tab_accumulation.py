@@ -8,6 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.finetune import accumulation as acc
 from labs.finetune import tasks
 
@@ -63,7 +64,7 @@ def on_compare(model, task, batch_size, micro_batches, seed):
     return summary(r), rows(r), r
 
 
-def build(demo: gr.Blocks, model) -> dict:
+def build(ctx: Build, model) -> dict:
     """The panel (the model is the lab's encoder dropdown); returns the inputs a link may set."""
     d, limits = acc.DEFAULTS, acc.LIMITS
     with gr.Accordion(TITLE, open=False, elem_id="ft-accumulation"):

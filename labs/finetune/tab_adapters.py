@@ -8,6 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.finetune import adapters_lora as al
 from labs.finetune import tab_long_run
 from labs.finetune.training import RunResult, Step
@@ -79,7 +80,7 @@ def step_words(step: Step, events: list) -> tuple[float, str]:
     return runs / 2, f"{('adapters', 'LoRA')[min(runs, 1)]}: step {step.step} of {step.total_steps}"
 
 
-def build(demo: gr.Blocks, model) -> dict:
+def build(ctx: Build, model) -> dict:
     with gr.Accordion(TITLE, open=False, elem_id="ft-adapters"):
         gr.Markdown(f"Bottleneck adapters and LoRA (peft) learn the built-in sentiment task ({al.TRAIN_EXAMPLES} "
                     f"reviews, learning rate {al.ADAPTER_RATE:g}); then LoRA is merged into the weights and both are "

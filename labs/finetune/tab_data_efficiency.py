@@ -8,6 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.finetune import data_efficiency as de
 from labs.finetune import tab_long_run, tasks
 from labs.finetune.training import RunResult, Step
@@ -63,7 +64,7 @@ def step_words(plan: list, step: Step, events: list) -> tuple[float, str]:
             f"{plan[done // 2].train_examples} examples, {step.phase}: step {step.step} of {step.total_steps}")
 
 
-def build(demo: gr.Blocks, model) -> dict:
+def build(ctx: Build, model) -> dict:
     """The panel (the model is the lab's encoder dropdown); returns the inputs a link may set."""
     with gr.Accordion(TITLE, open=False, elem_id="ft-data-efficiency"):
         gr.Markdown("The same architecture learns the task from 8, 16, 32, … labelled examples, once from its "

@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.finetune import gradient_step as gs
 
 STEP_HEADERS = ["parameter", "θ now", "its input", "∇L = (σ(z) − y)·input", "α·∇L", "θ − α·∇L (descent)",
@@ -79,8 +80,8 @@ def on_review(review):
     return x1, x2, ui.md(found)
 
 
-def build(demo: gr.Blocks) -> dict:
-    """The panel; returns the inputs a link may set (tab.py passes them to ui.link)."""
+def build(ctx: Build) -> dict:
+    """The panel; returns the inputs a link may set (tab.py passes them to ctx.link)."""
     d = gs.DEFAULTS
     with gr.Accordion("One gradient step by hand (exercise B3)", open=True, elem_id="ft-step"):
         gr.Markdown(INTRO)
@@ -101,5 +102,5 @@ def build(demo: gr.Blocks) -> dict:
     outputs = [result_line, steps, points, result]
     ui.wire(review.submit, on_review, review, [x1, x2, found])
     ui.wire([c.change for c in inputs], on_step, inputs, outputs, show_progress="hidden")
-    ui.on_load(demo, on_step, inputs, outputs)
+    ctx.on_load(on_step, inputs, outputs)
     return {"alpha": alpha, "x1": x1, "x2": x2, "y": y, "w1": w1, "w2": w2, "b": b}

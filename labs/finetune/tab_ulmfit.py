@@ -8,6 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.finetune import tab_long_run, ulmfit
 from labs.finetune.training import Step
 
@@ -67,7 +68,7 @@ def step_words(step: Step, events: list) -> tuple[float, str]:
             f"{step.phase}: step {step.step} of {step.total_steps}, loss {step.loss:.3f}")
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     with gr.Accordion(TITLE, open=False, elem_id="ft-ulmfit"):
         gr.Markdown("A pre-trained language model first keeps learning **its own objective on in-domain text without "
                     "labels** (the built-in reviews' text), then learns positive vs negative from a few labelled "

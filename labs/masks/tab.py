@@ -11,6 +11,7 @@ import pandas as pd
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import course_quotes, plots, ui
+from labs.core.ui.build import Build
 from labs.masks import compute
 from labs.masks.compute import EXAMPLE
 
@@ -176,7 +177,7 @@ def counting_section() -> SimpleNamespace:
                            arithmetic=[text, scores, weights])
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     with gr.Row():
         text = gr.Textbox(EXAMPLE, label="Your sentence", scale=3, max_lines=3, max_length=MAX_CHARS)
@@ -210,18 +211,18 @@ def build(demo: gr.Blocks) -> None:
                        ("The cat sat on the mat", "Le chat était assis"), "Show encoder–decoder masks", 3)
     ui.course_links(("mask_nan", "the causal mask's (1 − M)·(−∞)"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, text=text, encoder=encoder, causal=causal)
+    ctx.link(__name__, text=text, encoder=encoder, causal=causal)
 
     shown = [notice, bidir_plot, causal_plot, picked, table, counts, count.n, *count.arithmetic, result_json]
     ui.wire(show.click, on_show, [text, encoder, causal], shown)
-    ui.on_load(demo, on_show, [text, encoder, causal], shown)
+    ctx.on_load(on_show, [text, encoder, causal], shown)
     ui.wire(picked.change, on_pick, [text, encoder, subwords, picked], [bidir_plot, causal_plot, table])
     ui.wire(subwords.change, on_labels, [text, encoder, subwords], [bidir_plot, causal_plot, picked, notice])
     ui.wire(count.check.click, on_check, [count.n, count.bidirectional, count.causal], count.verdict)
     # The real-model forward pass is cached (labs.core.work.lm): sliders and first loads reuse it.
     real = ([text, encoder, causal, layer, head], [real_note, enc_plot, dec_plot])
     ui.wire([show.click, layer.release, head.release], on_real, *real)
-    ui.on_load(demo, on_real, *real)
+    ctx.on_load(on_real, *real)
     for part, handler in ((padding, on_padding), (encdec, on_encdec)):
         ui.wire(part.run.click, handler, part.texts, part.plots)
-        ui.on_load(demo, handler, part.texts, part.plots)
+        ctx.on_load(handler, part.texts, part.plots)

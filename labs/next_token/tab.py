@@ -1,13 +1,12 @@
-"""Next token, the tab: the title, the explainer and build(demo), which lays out each panel in reading
+"""Next token, the tab: the title, the explainer and build(ctx), which lays out each panel in reading
 order and then wires them. Each panel is a module with its handlers (values in, values out):
 tab_distribution (prompt, knobs, chart), tab_step (one token at a time), tab_generate (exercise B5),
 tab_softmax (exercise B2) and tab_inside (inside a prediction)."""
 
 from __future__ import annotations
 
-import gradio as gr
-
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.next_token import tab_distribution, tab_generate, tab_inside, tab_softmax, tab_step
 
 TITLE = "Next token"
@@ -24,16 +23,16 @@ TRY_THIS = (
     "Copy the code under Generate and run it yourself: you should get the same text.")
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
-    main = tab_distribution.build()
+    main = tab_distribution.build(ctx)
     step, gen, calc = tab_step.build(), tab_generate.build(), tab_softmax.build()
     tab_inside.wire(tab_inside.build(), main.model)
     ui.course_links(("p_the", "P(the | The cat sat on) = 0.42"), ("hidden_index", "which hidden state predicts x_t"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, prompt=main.prompt, model=main.model, temperature=main.temperature, top_k=main.top_k,
+    ctx.link(__name__, prompt=main.prompt, model=main.model, temperature=main.temperature, top_k=main.top_k,
             top_p=main.top_p)
-    tab_distribution.wire(demo, main, step.pick)
+    tab_distribution.wire(ctx, main, step.pick)
     tab_step.wire(main, step)
     tab_generate.wire(main, gen)
-    tab_softmax.wire(demo, calc)
+    tab_softmax.wire(ctx, calc)

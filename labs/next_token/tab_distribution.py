@@ -9,7 +9,8 @@ import gradio as gr
 
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
-from labs.core.ui import class_hooks, plots, ui
+from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.next_token import compute
 from labs.next_token.compute import EXAMPLE
 
@@ -47,7 +48,7 @@ def on_show(prompt, model_name, t, k, p):
     return show(models.load(model_name, "causal"), prompt, t, k, p)
 
 
-def build() -> SimpleNamespace:
+def build(ctx: Build) -> SimpleNamespace:
     with gr.Row():
         prompt = gr.Textbox(EXAMPLE, label="Prompt", scale=3, max_lines=4, max_length=MAX_CHARS)
         model = ui.model_dropdown("causal", label="Causal LM")
@@ -57,7 +58,7 @@ def build() -> SimpleNamespace:
         top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="Top-p (1 = off)")
     with gr.Row():
         show_button = gr.Button("Show the next-token distribution", variant="primary")
-        class_hooks.ask_button("next_token", "🙋 Ask the class for the next word", text=prompt, model=model)
+        ctx.ask_button("next_token", "🙋 Ask the class for the next word", text=prompt, model=model)
     summary = gr.Markdown()
     chart = gr.Plot(label="Next-token distribution (click a bar to append that token)", elem_id="nt-chart")
     clicked = gr.Textbox(elem_id="nt-clicked", elem_classes=["lab-offscreen"], label="clicked token", container=False)
@@ -71,8 +72,8 @@ def shown_outputs(main: SimpleNamespace, pick: gr.Dropdown) -> list:
     return [main.summary, main.chart, main.dist_json, pick]
 
 
-def wire(demo: gr.Blocks, main: SimpleNamespace, pick: gr.Dropdown) -> None:
+def wire(ctx: Build, main: SimpleNamespace, pick: gr.Dropdown) -> None:
     inputs, outputs = [main.prompt, main.model, *main.knobs], shown_outputs(main, pick)
     ui.wire([main.show.click, main.prompt.submit], on_show, inputs, outputs)
-    ui.on_load(demo, on_show, inputs, outputs)
+    ctx.on_load(on_show, inputs, outputs)
     ui.wire([s.release for s in main.knobs], on_show, inputs, outputs, show_progress="hidden")

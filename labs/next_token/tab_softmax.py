@@ -10,6 +10,7 @@ import pandas as pd
 
 from labs.core.errors import BadInput
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.next_token import compute
 from labs.next_token.compute import B2_LOGITS, B2_WORDS
 
@@ -56,7 +57,7 @@ def build() -> SimpleNamespace:
     return SimpleNamespace(table=table, t=t, run=run, out=out, word=word, answer=answer, check=check, verdict=verdict)
 
 
-def wire(demo: gr.Blocks, calc: SimpleNamespace) -> None:
+def wire(ctx: Build, calc: SimpleNamespace) -> None:
     ui.wire(calc.run.click, on_calc, [calc.table, calc.t], calc.out)
-    ui.on_load(demo, on_calc, [calc.table, calc.t], calc.out)
+    ctx.on_load(on_calc, [calc.table, calc.t], calc.out)
     ui.wire(calc.check.click, on_answer, [calc.table, calc.t, calc.word, calc.answer], calc.verdict)

@@ -9,6 +9,7 @@ from gradio.context import Context
 
 from labs.core.errors import BadInput
 from labs.core.ui import class_hooks, ui
+from labs.core.ui.build import Build
 from labs.core.work import jobs
 from labs.part_b import checks, evidence, questions, workbook
 from labs.part_b.questions import BY_ID, QUESTIONS
@@ -169,7 +170,7 @@ def on_next(qid) -> str:
     return step(qid, 1)
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     own_tab = Context.block
     ui.explainer(EXPLAINER)
     saved = gr.BrowserState({"answers": {}, "evidence": {}}, storage_key=STORAGE_KEY,
@@ -185,16 +186,16 @@ def build(demo: gr.Blocks) -> None:
         check = gr.Button("Check", variant="primary", scale=0, min_width=160)
         show = gr.Button("Show the evidence", scale=0, min_width=220)
         download = gr.Button("⬇ Download my workbook (Markdown)", scale=0, min_width=340)
-        class_hooks.share_button(saved)  # shown once the student joined a class (Ask the class)
+        ctx.share_button(saved)  # shown once the student joined a class (Ask the class)
     verdict = gr.Markdown(elem_id="lab-part-b-verdict")
     shown = gr.Markdown(elem_id="lab-part-b-evidence")
     report = gr.Textbox(visible=False)
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, q=picker)
+    ctx.link(__name__, q=picker)
 
     view = [card, *boxes, check, show, verdict, shown, done]
     ui.wire(picker.change, on_show, [picker, saved], view)
-    ui.on_load(demo, on_show, [picker, saved], view)
+    ctx.on_load(on_show, [picker, saved], view)
     if isinstance(own_tab, gr.Tab):  # the browser's copy is read when the tab is first on the page: show it then
         ui.wire(own_tab.select, on_show, [picker, saved], view)
     ui.wire(back.click, on_previous, picker, picker)

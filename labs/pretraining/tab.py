@@ -4,9 +4,8 @@ and build."""
 
 from __future__ import annotations
 
-import gradio as gr
-
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import (
     tab_bart,
     tab_curation,
@@ -51,21 +50,21 @@ TRY_THIS = (
      "(Adam's moment estimates are still poor)? Where do the linear and cosine schedules differ most?"))
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
-    first = tab_examples.build(demo)
-    second = tab_nsp.build(demo)
-    third = tab_spans.build(demo)
-    tab_mask_rate.build(demo)
-    fifth = tab_why_mask.build(demo)
-    sixth = tab_bart.build(demo)
-    seventh = tab_curation.build(demo)
-    eighth = tab_recipe.build(demo)
+    first = tab_examples.build(ctx)
+    second = tab_nsp.build(ctx)
+    third = tab_spans.build(ctx)
+    tab_mask_rate.build(ctx)
+    fifth = tab_why_mask.build(ctx)
+    sixth = tab_bart.build(ctx)
+    seventh = tab_curation.build(ctx)
+    eighth = tab_recipe.build(ctx)
     ui.course_links(("fifteen_percent", "is 15 % optimal?"), ("mask_five", "15 % of a 5-token sentence"),
                     ("mask_reason", "why 80 / 10 / 10"),
                     ("mask_fine_tune", "[MASK] at fine-tuning"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
+    ctx.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],
             sentence_b=second["sentence_b"], span_text=third["span_text"], noise_density=third["noise_density"],
             mean_span_length=third["mean_span_length"], **fifth, **sixth, **seventh, **eighth)

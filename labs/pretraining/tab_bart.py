@@ -7,6 +7,7 @@ import gradio as gr
 
 from labs.core.errors import MAX_CHARS
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import bart_noise as bn
 from labs.pretraining.tab_examples import CHOSEN, PIECE, SENTINEL, WORD, chips
 
@@ -69,7 +70,7 @@ def on_bart(text, transform, seed):
     return f"<p>{tokens}</p>{html}", reconstruction(chosen), chosen
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 6. BART: corrupt a document five ways, then write it back")
     gr.Markdown(COURSE)
     with gr.Row():
@@ -85,5 +86,5 @@ def build(demo: gr.Blocks) -> dict:
     result = ui.result_json()
     inputs, outputs = [text, transform, seed], [out, rebuilt, result]
     ui.wire([button.click, text.submit, transform.input], on_bart, inputs, outputs)
-    ui.on_load(demo, on_bart, inputs, outputs)
+    ctx.on_load(on_bart, inputs, outputs)
     return {"bart_text": text, "bart_transform": transform, "bart_seed": seed}

@@ -9,6 +9,7 @@ import pandas as pd
 
 from labs.core.models import models
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import curation as cu
 
 COURSE = ("**Textbook 20.13.1 The Importance of Data Quality:**\n\n"
@@ -50,7 +51,7 @@ def on_curate(documents, threshold, limit, floor, model_name):
     return summary(r), rows(r), r
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 7. Curating the pre-training data")
     gr.Markdown(COURSE)
     with gr.Row():
@@ -70,6 +71,6 @@ def build(demo: gr.Blocks) -> dict:
     result = ui.result_json()
     inputs, outputs = [documents, threshold, limit, floor, model], [counts, table, result]
     ui.wire([button.click, documents.submit, threshold.release], on_curate, inputs, outputs)
-    ui.on_load(demo, on_curate, inputs, outputs)
+    ctx.on_load(on_curate, inputs, outputs)
     return {"curate_documents": documents, "near_duplicate_threshold": threshold, "perplexity_limit": limit,
             "perplexity_floor": floor, "curate_model": model}

@@ -7,6 +7,7 @@ import gradio as gr
 
 from labs.core.errors import MAX_CHARS
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import electra, objectives
 
 WORD, PIECE, SPECIAL, CHOSEN, SENTINEL, KEPT = "#dbeafe", "#ede9fe", "#e5e7eb", "#fecaca", "#fde68a", "#bbf7d0"
@@ -131,7 +132,7 @@ def on_examples(text, text_b, masked_name, causal_name, seq2seq_name, seed):
     return examples_html(result), result
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 1. One text, five objectives")
     with gr.Row():
         text = gr.Textbox(objectives.EXAMPLE, label="Your paragraph (two sentences or more)", lines=3, scale=3,
@@ -147,5 +148,5 @@ def build(demo: gr.Blocks) -> dict:
     out = gr.HTML()
     result = ui.result_json()
     ui.wire([button.click, text.submit], on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
-    ui.on_load(demo, on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
+    ctx.on_load(on_examples, [text, text_b, masked, causal, seq2seq, seed], [out, result])
     return {"text": text, "masked": masked, "causal": causal, "seq2seq": seq2seq, "seed": seed}

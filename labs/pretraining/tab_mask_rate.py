@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import plots, ui
+from labs.core.ui.build import Build
 from labs.pretraining import mask_rate
 
 NEEDS_BERT = ("The mask-rate curve needs a masked LM (bert-base-uncased), which is not available here. While online, "
@@ -53,7 +54,7 @@ def on_curve(text, model_name, spans_too, seeds):
     return curve_figure(curves), curve_rows(curves), curve_markdown(curves)
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 4. Why 15 %?")
     if not models.choice_names("masked"):
         gr.Markdown(ui.notice(NEEDS_BERT))

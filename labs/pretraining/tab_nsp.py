@@ -11,6 +11,7 @@ import gradio as gr
 from labs.core.errors import MAX_CHARS, LabError, message_for
 from labs.core.models import models
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import nsp, passages
 from labs.pretraining.tab_examples import SEGMENTS, chips
 
@@ -89,7 +90,7 @@ def on_reveal(model_name, guess_random, guess_swapped):
     return reveal_markdown(nsp.accuracy(nsp.load(model_name)), guess_random, guess_swapped)
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 2. Next-sentence prediction with BERT's own NSP head")
     names = nsp_choices()
     if not names:
@@ -115,5 +116,5 @@ def build(demo: gr.Blocks) -> dict:
     ui.wire([button.click, b.submit], on_nsp, [a, b, model], [out, result])
     ui.wire(reveal.click, on_reveal, [model, guess_random, guess_swapped], revealed)
     if names:
-        ui.on_load(demo, on_nsp_first, [a, b, model], [out, result])
+        ctx.on_load(on_nsp_first, [a, b, model], [out, result])
     return {"sentence_a": a, "sentence_b": b, "nsp_model": model}

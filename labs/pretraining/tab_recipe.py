@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import lr_schedule as ls
 
 Q = ls.QUOTES
@@ -42,7 +43,7 @@ def course_values(schedule):
     return settings["peak_lr"], settings["warmup_steps"], settings["total_steps"]
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 8. The pre-training recipe: warm-up and decay")
     with gr.Row():
         gr.Markdown(BERT)
@@ -63,5 +64,5 @@ def build(demo: gr.Blocks) -> dict:
     ui.wire(schedule.input, course_values, schedule, [peak, warmup, total]).then(
         ui.friendly(on_schedule), inputs, outputs, api_visibility="private")
     ui.wire([button.click, warmup.submit, total.submit, peak.submit], on_schedule, inputs, outputs)
-    ui.on_load(demo, on_schedule, inputs, outputs)
+    ctx.on_load(on_schedule, inputs, outputs)
     return {"lr_schedule": schedule, "peak_lr": peak, "warmup_steps": warmup, "total_steps": total}

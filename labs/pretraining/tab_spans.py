@@ -9,6 +9,7 @@ import pandas as pd
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import span_corruption
 from labs.pretraining.tab_examples import SENTINEL, SPECIAL, WORD, chips
 
@@ -45,7 +46,7 @@ def on_fill(text, model_name, density, span, seed):
     return fill_html(result), fill_rows(result), result
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown("## 3. T5 fills its own blanks")
     names = models.choice_names("seq2seq")
     if not names:
@@ -64,5 +65,5 @@ def build(demo: gr.Blocks) -> dict:
     inputs = [text, model, density, span, seed]
     ui.wire([button.click, text.submit], on_fill, inputs, [out, table, result])
     if names:
-        ui.on_load(demo, on_fill, inputs, [out, table, result])
+        ctx.on_load(on_fill, inputs, [out, table, result])
     return {"span_text": text, "seq2seq_fill": model, "noise_density": density, "mean_span_length": span}

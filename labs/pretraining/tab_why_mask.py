@@ -9,6 +9,7 @@ import pandas as pd
 from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.pretraining import why_80_10_10 as why
 from labs.pretraining.tab_examples import CHOSEN, KEPT, WORD, grid
 
@@ -77,7 +78,7 @@ def on_why(text, model_name, seed):
     return condition_rows(result), example_html(result), why_markdown(result), result
 
 
-def build(demo: gr.Blocks) -> dict:
+def build(ctx: Build) -> dict:
     gr.Markdown(f"## 5. Why 80 / 10 / 10?\n{INTRO}")
     if not models.choice_names("masked"):
         gr.Markdown(ui.notice(why.NEEDS_BERT))
@@ -92,5 +93,5 @@ def build(demo: gr.Blocks) -> dict:
     explained = gr.Markdown()
     result = ui.result_json()
     ui.wire([button.click, text.submit], on_why, [text, model, seed], [table, example, explained, result])
-    ui.on_load(demo, on_why, [text, model, seed], [table, example, explained, result])
+    ctx.on_load(on_why, [text, model, seed], [table, example, explained, result])
     return {"why_text": text, "why_model": model, "why_seed": seed}

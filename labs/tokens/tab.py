@@ -8,6 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import ui
+from labs.core.ui.build import Build
 from labs.tokens import bpe, compute, tab_mismatch, tab_word_level, train
 
 TITLE = "Tokens"
@@ -195,22 +196,22 @@ def train_section() -> SimpleNamespace:
     return SimpleNamespace(text=text, vocab=vocab, words=words, run=train_btn, outputs=[table, summary])
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     ui.explainer(EXPLAINER)
     every = every_tokenizer_section()
     steps = bpe_section()
     trained = train_section()
-    tab_word_level.build(demo)
-    tab_mismatch.build(demo)
+    tab_word_level.build(ctx)
+    tab_mismatch.build(ctx)
     ui.course_links(("gpt2_ids", "GPT-2's ids for “The cat sat on”"), ("wordpiece_lecture", "the lecture's WordPiece splits"), ("wordpiece_textbook", "the textbook's splits"))
     ui.try_this(*TRY_THIS)
-    ui.link(__name__, text=every.text)
+    ctx.link(__name__, text=every.text)
 
     ui.wire([every.split.click, every.text.submit], on_tokenize, every.text, [every.rows, every.json])
-    ui.on_load(demo, on_tokenize, every.text, [every.rows, every.json])
+    ctx.on_load(on_tokenize, every.text, [every.rows, every.json])
     view = ([steps.corpus, steps.merges, steps.word], steps.outputs)
     ui.wire([steps.merges.change, steps.corpus.blur, steps.word.submit], bpe_view, *view, show_progress="hidden")
-    ui.on_load(demo, bpe_view, *view)
+    ctx.on_load(bpe_view, *view)
     ui.wire(steps.next.click, next_merges, steps.merges, steps.merges, queue=False)
     ui.wire(steps.reset.click, lambda: 0, None, steps.merges, queue=False)
     ui.wire(steps.check.click, on_check, [steps.corpus, steps.merges, steps.word, steps.pair_guess,

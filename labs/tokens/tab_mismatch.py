@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from labs.core.ui import course_quotes, ui
+from labs.core.ui.build import Build
 from labs.tokens import compute, mismatch
 
 HEADING = "Pitfall: a model needs its own tokenizer (the lecture's pitfall 6)"
@@ -54,7 +55,7 @@ def on_mismatch(text, encode_with, read_with):
     return summary(r), reading_text(r), table, r.to_json()
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     names = compute.check_models(None)
     with gr.Accordion(HEADING, open=True, elem_id="tok-mismatch-panel"):
         gr.Markdown(course_text())
@@ -71,7 +72,7 @@ def build(demo: gr.Blocks) -> None:
         reading = gr.Markdown()
         table = ui.table(HEADERS, "Each id, in both vocabularies")
         result = ui.result_json()
-        ui.link(__name__, mismatch_text=text, mismatch_encode=encode_with, mismatch_read=read_with)
+        ctx.link(__name__, mismatch_text=text, mismatch_encode=encode_with, mismatch_read=read_with)
     inputs, outputs = [text, encode_with, read_with], [found, reading, table, result]
     ui.wire([button.click, text.submit, encode_with.change, read_with.change], on_mismatch, inputs, outputs)
-    ui.on_load(demo, on_mismatch, inputs, outputs)
+    ctx.on_load(on_mismatch, inputs, outputs)

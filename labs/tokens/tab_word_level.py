@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.core.ui import course_quotes, ui
+from labs.core.ui.build import Build
 from labs.tokens import word_level
 
 HEADING = "Why a word-level vocabulary fails: [UNK] for every new word"
@@ -56,7 +57,7 @@ def on_word_level(text, vocabulary_size):
     return word_level_html(r) + "".join(subword_html(row) for row in r.subword), r.to_json()
 
 
-def build(demo: gr.Blocks) -> None:
+def build(ctx: Build) -> None:
     with gr.Accordion(HEADING, open=True, elem_id="tok-word-level-panel"):
         gr.Markdown(course_text())
         with gr.Row():
@@ -68,7 +69,7 @@ def build(demo: gr.Blocks) -> None:
                 button = gr.Button("Look the words up", variant="primary")
         rows = gr.HTML(elem_classes=["lab-token-rows"], elem_id="tok-word-level")
         result = ui.result_json()
-        ui.link(__name__, word_text=text, word_vocabulary_size=size)
+        ctx.link(__name__, word_text=text, word_vocabulary_size=size)
     inputs, outputs = [text, size], [rows, result]
     ui.wire([button.click, text.submit, size.release], on_word_level, inputs, outputs)
-    ui.on_load(demo, on_word_level, inputs, outputs)
+    ctx.on_load(on_word_level, inputs, outputs)

@@ -25,7 +25,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from labs.core.ui import links
-from labs.core.ui.ui import first_page, friendly, notice, registered_links, registered_loads, spec_of, wire
+from labs.core.ui.ui import first_page, friendly, notice, spec_of, wire
 
 # The last app's link parameters, {tab: {parameter: what it accepts}}: what the docs list (tools/api_docs.py)
 link_specs: dict[str, dict[str, links.Spec]] = {}
@@ -90,15 +90,13 @@ def page_params() -> dict:
 
 
 def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box: gr.Markdown,
-              pages: PageTabs | None = None) -> None:
+              loads: list[tuple], linked: list[tuple], pages: PageTabs | None = None) -> None:
     """On every page open: select the link's tab (and its group) and say what in the link could not be
     used; each tab, when it first appears, puts the link's values in its inputs if the link names it and
-    computes its first results. Takes this app's registrations (ui.link, ui.on_load), so that a second app
-    built in the same process starts afresh."""
+    computes its first results. loads and linked are what this app's build recorded (labs.core.ui.build:
+    Build.loads from ctx.on_load, Build.links from ctx.link), so that a second app built in the same process
+    starts afresh."""
     pages = pages or PageTabs()
-    linked, loads = list(registered_links), list(registered_loads)
-    registered_links.clear()
-    registered_loads.clear()
     specs: dict[str, dict[str, links.Spec]] = {}
     for tab, name, component in linked:
         specs.setdefault(tab, {})[name] = spec_of(component)
@@ -119,7 +117,7 @@ def page_load(demo: gr.Blocks, tabs: gr.Tabs, groups: list[TabGroup], notes_box:
     for fn, inputs, outputs, kwargs, tabs_around in loads:
         key = next((t.id for t in tabs_around if t.id in group_of), None)
         if kwargs or key is None:
-            raise ValueError(f"ui.on_load({fn.__name__}) must sit inside a lab's tab, with no event settings")
+            raise ValueError(f"ctx.on_load({fn.__name__}) must sit inside a lab's tab, with no event settings")
         by_tab.setdefault(key, []).append((friendly(first_page(fn)), _listed(inputs), _listed(outputs)))
     for lab, tab in ((lab, tab) for group in groups for lab, tab in group.labs.items()):
         lab_links = [(name, component) for t, name, component in linked if t == lab]

@@ -1,7 +1,8 @@
 """What every lab's tab may use of a class session, without importing the class lab: the browser's copies of
 the student's and the lecturer's place in a class, a lab's "Ask the class" button and the workbook's "Share
-my results" button. The buttons are recorded here while the tabs are built; the class lab wires them once
-every tab exists (labs/classroom/tab.py: connect), with its own outputs.
+my results" button. The buttons are recorded in the app build's Hooks (labs.core.ui.build: Build.class_hooks)
+while the tabs are built; the class lab wires them once every tab exists (labs/classroom/tab.py: connect),
+with its own outputs.
 
 The copies are gr.BrowserState (the browser's localStorage). Gradio encrypts them with a secret that the
 page itself carries, so it protects nothing; a fixed one keeps a student's id and a lecturer's key across a
@@ -20,42 +21,29 @@ ASK_CLASS = "lab-ask-class"
 
 @dataclass
 class Hooks:
+    """One app build's class hooks (labs.core.ui.build.Build.class_hooks): a second build starts afresh."""
     membership: gr.BrowserState | None = None  # {"ids": {code: student id}}: one id per class, kept
     lecturer: gr.BrowserState | None = None  # {"key", "code", "shown_code", "title", "join_url", "lecturer_url"}
     asks: list[tuple[gr.Button, str, dict]] = field(default_factory=list)  # (button, kind, {name: input})
     shares: list[tuple[gr.Button, gr.components.Component, gr.Markdown]] = field(default_factory=list)
 
+    def create_states(self) -> Hooks:
+        """The two browser copies; the app makes them once, before the tabs (their buttons take them as inputs)."""
+        self.membership = gr.BrowserState({"ids": {}}, storage_key="lm-lab-class", secret=BROWSER_SECRET)
+        self.lecturer = gr.BrowserState({}, storage_key="lm-lab-lecturer", secret=BROWSER_SECRET)
+        return self
 
-hooks = Hooks()
+    def ask_button(self, kind: str, label: str, **inputs: gr.components.Component) -> gr.Button:
+        """A lab's "Ask the class" button: the lab's current inputs (text, model, top_k) become the class's
+        question of this kind (fill_mask, next_token). Shown on a lecturer's page only."""
+        button = gr.Button(label, size="sm", elem_classes=[ASK_CLASS], scale=0, min_width=260)
+        self.asks.append((button, kind, inputs))
+        return button
 
-
-def create_states() -> Hooks:
-    """The two browser copies; the app makes them once, before the tabs (their buttons take them as inputs)."""
-    hooks.membership = gr.BrowserState({"ids": {}}, storage_key="lm-lab-class", secret=BROWSER_SECRET)
-    hooks.lecturer = gr.BrowserState({}, storage_key="lm-lab-lecturer", secret=BROWSER_SECRET)
-    return hooks
-
-
-def ask_button(kind: str, label: str, **inputs: gr.components.Component) -> gr.Button:
-    """A lab's "Ask the class" button: the lab's current inputs (text, model, top_k) become the class's
-    question of this kind (fill_mask, next_token). Shown on a lecturer's page only."""
-    button = gr.Button(label, size="sm", elem_classes=[ASK_CLASS], scale=0, min_width=260)
-    hooks.asks.append((button, kind, inputs))
-    return button
-
-
-def share_button(workbook: gr.components.Component) -> gr.Button:
-    """The workbook's "Share my results with the class (anonymous)": its verdicts reach the lecturer."""
-    button = gr.Button("Share my results with the class (anonymous)", size="sm", scale=0, min_width=300,
-                       elem_classes=["lab-share-class"])
-    note = gr.Markdown(elem_classes=["lab-share-note"])
-    hooks.shares.append((button, workbook, note))
-    return button
-
-
-def take() -> Hooks:
-    """What was recorded while this app was built (a second app built in this process starts afresh)."""
-    taken = Hooks(hooks.membership, hooks.lecturer, list(hooks.asks), list(hooks.shares))
-    hooks.asks.clear()
-    hooks.shares.clear()
-    return taken
+    def share_button(self, workbook: gr.components.Component) -> gr.Button:
+        """The workbook's "Share my results with the class (anonymous)": its verdicts reach the lecturer."""
+        button = gr.Button("Share my results with the class (anonymous)", size="sm", scale=0, min_width=300,
+                           elem_classes=["lab-share-class"])
+        note = gr.Markdown(elem_classes=["lab-share-note"])
+        self.shares.append((button, workbook, note))
+        return button

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import cachetools
 import gradio as gr
-from gradio.context import Context
 
 from labs.core.errors import message_for
 from labs.core.models import models
@@ -187,42 +186,6 @@ def first_page(fn, size: int = 16):
         return tuple(fresh) if isinstance(out, tuple) else fresh[0]
 
     return wrapper
-
-
-registered_loads: list[tuple] = []  # (fn, inputs, outputs, kwargs, tabs around): tab_bar.page_load wires them
-registered_links: list[tuple[str, str, gr.components.Component]] = []  # (tab, parameter, input)
-# Runs in the browser after the server has written the query string: the full link, copied.
-COPY_LINK_JS = """(q) => { if (!q) return q;
-  const url = window.location.origin + window.location.pathname + q
-    + (document.body.classList.contains('lab-present') ? '&present=1' : '');
-  if (navigator.clipboard) navigator.clipboard.writeText(url).catch(() => {});
-  return url; }"""
-
-
-def on_load(demo: gr.Blocks, fn, inputs=None, outputs=None, **kwargs):
-    """Run fn when its tab is first on screen on a page (the page's first tab, a link's, or one a student
-    opens), after a link's values, if the link names the tab, are in the inputs; the result is shared by
-    every page that opens with the same inputs. Call it inside the lab's tab, with no event settings."""
-    block, tabs_around = Context.block, []
-    while block is not None:  # every tab around this call, innermost first: page_load picks the lab's own
-        if isinstance(block, gr.Tab):
-            tabs_around.append(block)
-        block = getattr(block, "parent", None)
-    registered_loads.append((fn, inputs, outputs, kwargs, tabs_around))
-
-
-def link(tab_module: str, **inputs: gr.components.Component) -> None:
-    """Make these inputs part of the tab's link (parameter name = keyword), and add the tab's
-    "Copy link" button. tab_module is the tab's __name__ (labs.<tab>.tab)."""
-    tab = tab_module.split(".")[1]
-    registered_links.extend((tab, name, component) for name, component in inputs.items())
-    with gr.Row(elem_classes=["lab-link-row"]):
-        button = gr.Button("🔗 Copy a link to this example", size="sm", scale=0)
-        box = gr.Textbox(show_label=False, container=False, interactive=False, buttons=["copy"], scale=4,
-                         placeholder="A link that opens this tab with these inputs (for a slide or a classmate)")
-    names = list(inputs)
-    wire(button.click, lambda *values: links.query(tab, dict(zip(names, values))), list(inputs.values()), box,
-         queue=False).then(None, box, box, js=COPY_LINK_JS, api_visibility="private")
 
 
 def spec_of(component) -> links.Spec:
