@@ -183,8 +183,8 @@ def build(ctx: Build) -> None:
 def connect(ctx: Build) -> None:
     """The labs' "Ask the class" buttons and the workbook's "Share my results", recorded in this build while
     their tabs were built (ctx.class_hooks), wired now to this lab's functions and views."""
-    taken = ctx.class_hooks
-    for button, kind, inputs in taken.asks:
+    hooks = ctx.class_hooks
+    for button, kind, inputs in hooks.asks:
         names = list(inputs)
 
         def ask_from_lab(state, *values, kind=kind, names=names):
@@ -196,10 +196,10 @@ def connect(ctx: Build) -> None:
             gr.Info("Asked: the class sees it now. Reveal it in the Class tab.")
             return overview_for(state, request)
 
-        ui.wire(button.click, ask_from_lab, [taken.lecturer, *inputs.values()], ctx.lecturer_views).then(
+        ui.wire(button.click, ask_from_lab, [hooks.lecturer, *inputs.values()], ctx.lecturer_views).then(
             None, js=OPEN_CLASS_TAB_JS)
     page = ctx.student_panel.page
-    for button, workbook, note in taken.shares:
+    for button, workbook, note in hooks.shares:
         ui.wire(button.click, on_share, [page, workbook], note)
 
 
