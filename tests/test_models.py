@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -109,15 +110,16 @@ def test_smollm2_is_converted_once_and_reloaded_from_safetensors():
         out = loaded.model.generate(**ids, max_new_tokens=3, do_sample=False)
     continuation = loaded.tokenizer.decode(out[0, ids["input_ids"].shape[1]:])
     assert continuation.strip().lower().startswith("time")
-    # A second process must load the cached copy: no conversion, and quickly.
-    code = ("import logging,time; logging.basicConfig(level=logging.INFO); from labs.core.models import models; "
-            "t=time.perf_counter(); models.load(models.SMOLLM2_NAME); print('SECONDS', time.perf_counter()-t)")
+    # A second process must load the cached copy (the GGUF path dequantises again: ~17 s on 2 cores, the copy ~2 s),
+    # with no conversion.
+    code = ("import logging; logging.basicConfig(level=logging.INFO); from labs.core.models import models; "
+            "print('FROM', models.load(models.SMOLLM2_NAME).model.name_or_path)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=os.path.dirname(os.path.dirname(__file__)))
     assert run.returncode == 0, run.stderr[-2000:]
     assert "converting" not in run.stderr
-    seconds = float(run.stdout.split("SECONDS")[1])
-    assert seconds < 15, seconds  # generous: the GGUF path takes ~17 s on 2 cores, the copy ~2 s
+    loaded_from = run.stdout.split("FROM")[1].strip()
+    assert Path(loaded_from) == offline_cache.cache_dir() / "smollm2-135m-instruct", loaded_from
 
 
 # ------------------------------------------------------------ a cache that heals itself
