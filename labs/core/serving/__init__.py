@@ -1,3 +1,3 @@
-"""Serving a class in Gradio: compressed static files and page (static_cache), session patches (fast_sessions), the
-grouped tab bar and each page open (tab_bar), the status line's plain route (status_route). A new serving trick goes
-here."""
+"""Serving a class in Gradio: compressed static files and page (static_cache), Gradio's page script with two
+quadratic walks replaced (frontend_patch), session patches (fast_sessions), the grouped tab bar and each page open
+(tab_bar), the status line's plain route (status_route). A new serving trick goes here."""
