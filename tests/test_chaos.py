@@ -6,7 +6,7 @@ student saw as "Something went wrong")."""
 
 from __future__ import annotations
 
-from conftest import WORK
+from conftest import WORK, api_client
 from gradio_client.exceptions import AppError
 
 from labs.core.errors import GENERIC_MESSAGE
@@ -65,11 +65,9 @@ def friendly(message: str) -> bool:
 
 
 def test_every_endpoint_answers_a_wrongly_typed_argument_with_a_friendly_error(app_server, tiny_models):
-    from gradio_client import Client
-
     # From an address of its own (behind the loopback proxy the app trusts X-Forwarded-For): its hundreds of wrong
     # class codes and keys count against that address in Ask the class's rate limit, not the other tests'.
-    client = Client(app_server["url"], verbose=False, headers={"X-Forwarded-For": "198.51.100.23"})
+    client = api_client(app_server["url"], headers={"X-Forwarded-For": "198.51.100.23"})
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert {"/check_course", "/check_part_b", "/part_b_questions", "/analogy", "/pooling", "/why_80_10_10",
             "/replaced_token_detection", "/t5_text_to_text", "/finetune", "/models"} <= set(endpoints)

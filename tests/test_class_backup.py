@@ -29,7 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, WORK, wait_until
+from conftest import ROOT, WORK, api_client, wait_until
 
 from labs.classroom import backup, sessions
 from labs.classroom import store as stores
@@ -429,7 +429,6 @@ def class_answers(client, key) -> set[str]:
 @pytest.mark.app
 @pytest.mark.slow
 def test_a_space_restart_with_a_bucket_keeps_every_answer_before_the_last_snapshot(tiny_models, tmp_path, request):
-    from gradio_client import Client
     from test_classroom_api import ask, launch, start_class, stop
 
     local, bucket, violations = tmp_path / "local", tmp_path / "bucket", tmp_path / "violations.txt"
@@ -442,7 +441,7 @@ def test_a_space_restart_with_a_bucket_keeps_every_answer_before_the_last_snapsh
     acknowledged: list[tuple[str, float]] = []  # (the student's word, when the app said "received")
     threads: list[threading.Thread] = []
     try:
-        lecturer = Client(url, verbose=False)
+        lecturer = api_client(url)
         start = start_class(lecturer)
         key, code = start["lecturer_key"], start["code"]
         ask(lecturer, key, "next_token", "Once upon a", tiny_models["causal"])
@@ -466,7 +465,7 @@ def test_a_space_restart_with_a_bucket_keeps_every_answer_before_the_last_snapsh
     last = newest_record(bucket)
     proc, url = launch(env, "backup-restart.log")
     try:
-        client = Client(url, verbose=False)
+        client = api_client(url)
         kept = class_answers(client, key)
         client.predict(code=code, student_id="after-the-restart", answer="again", api_name="/class_answer")
         wait_until(lambda: newest_record(bucket)["sequence"] > last["sequence"], timeout=60)
@@ -485,9 +484,7 @@ def test_a_space_restart_with_a_bucket_keeps_every_answer_before_the_last_snapsh
 
 def keep_answering(url: str, code: str, worker: int, acknowledged: list) -> None:
     """One student's phone after another, as fast as the app answers, until the app is gone."""
-    from gradio_client import Client
-
-    client = Client(url, verbose=False)
+    client = api_client(url)
     for n in range(100_000):
         word = f"w{worker}x{n}"
         try:

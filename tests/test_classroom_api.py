@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, WORK, free_port
-from gradio_client import Client
+from conftest import ROOT, WORK, api_client, free_port
 from gradio_client.exceptions import AppError
 
 
@@ -72,7 +71,7 @@ def test_the_reveal_equals_the_labs_own_computation(client, tiny_models):
 def test_a_hostile_client_never_acts_as_the_lecturer(client, app_server, tiny_models):
     start = start_class(client)
     key, code = start["lecturer_key"], start["code"]
-    hostile = Client(app_server["url"], verbose=False, headers={"X-Forwarded-For": "203.0.113.66"})
+    hostile = api_client(app_server["url"], headers={"X-Forwarded-For": "203.0.113.66"})
     student = hostile.predict(code, api_name="/class_join")["student_id"]
     attempts = 0
     for wrong in (student, code, "", key[:-2], key.upper() if key.upper() != key else key.lower()):
@@ -185,21 +184,21 @@ def test_a_server_killed_mid_question_loses_no_answer(tiny_models):
     data = WORK / "restart-data"
     proc, url = launch({"LAB_DATA_DIR": str(data)}, "restart.log")
     try:
-        lecturer = Client(url, verbose=False)
+        lecturer = api_client(url)
         start = start_class(lecturer)
         ask(lecturer, start["lecturer_key"], "next_token", "Once upon a", tiny_models["causal"])
         students = [f"restart-student-{i:03d}" for i in range(40)]
         # Each student is a client of their own, as each phone is: one gradio Client shared by threads can lose
         # an answer's reply in its one message stream when the machine is busy (a CancelledError in the client).
         with ThreadPoolExecutor(8) as pool:
-            acknowledged = list(pool.map(lambda s: answer(Client(url, verbose=False), start["code"], s, "time"),
+            acknowledged = list(pool.map(lambda s: answer(api_client(url), start["code"], s, "time"),
                                          students[:20]))
         assert len(acknowledged) == 20
     finally:
         stop(proc, signal.SIGKILL)  # no shutdown at all: what was acknowledged must be on disk
     proc, url = launch({"LAB_DATA_DIR": str(data)}, "restart.log")
     try:
-        client = Client(url, verbose=False)
+        client = api_client(url)
         assert client.predict(start["code"], students[0], api_name="/class_state")["your_answer"] == "time"
         for s in students[20:]:
             answer(client, start["code"], s, "day")
@@ -222,7 +221,7 @@ def test_two_front_ends_share_their_classes_in_postgresql(postgres, tiny_models)
     env = {"LAB_CLASS_DB": postgres.url, "LAB_DATA_DIR": str(WORK / "unused-data")}
     (a, url_a), (b, url_b) = launch(env, "front-a.log"), launch(env, "front-b.log")
     try:
-        front_a, front_b = Client(url_a, verbose=False), Client(url_b, verbose=False)
+        front_a, front_b = api_client(url_a), api_client(url_b)
         start = start_class(front_a)
         ask(front_a, start["lecturer_key"], "choice", "Which reads both sides?", choices=["BERT", "GPT-2"],
             correct="BERT")

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import SCREENSHOTS, open_tab
-from gradio_client import Client
+from conftest import SCREENSHOTS, api_client, open_tab
 from playwright.sync_api import expect
 
 HOSTILE_TITLE = '<img src=x onerror="window.owned=1">Week 6'
@@ -89,7 +88,7 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     student.get_by_text("replaces your earlier answer").wait_for()
     assert no_horizontal_scroll(student)
 
-    others = Client(app_server["url"], verbose=False)
+    others = api_client(app_server["url"])
     for word in ("mat", "floor", "mat"):
         sid = others.predict(code, api_name="/class_join")["student_id"]
         others.predict(code, sid, word, api_name="/class_answer")
@@ -156,6 +155,6 @@ def test_a_lab_asks_the_class_and_the_workbook_shares_with_it(lecturer, phone, a
     student.get_by_role("button", name="Share my results with the class (anonymous)").click()
     student.get_by_text("Nothing to share yet: answer a question of the workbook").wait_for()
     open_tab(lecturer, "Ask the class")
-    overview = Client(app_server["url"], verbose=False)
+    overview = api_client(app_server["url"])
     key = re.search(r"lecturer=([^&]+)", link).group(1)
     assert overview.predict(key, api_name="/class_overview")["workbook"]["students"] == 0

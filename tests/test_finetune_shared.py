@@ -8,8 +8,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_async
-from gradio_client import Client
+from conftest import api_client, run_async
 from gradio_client.exceptions import AppError
 
 from labs.core.work.jobs import JOBS, Queued
@@ -140,7 +139,7 @@ def test_the_tabs_settings_are_the_apis_and_its_run_equals_the_same_api_run(tiny
 @pytest.fixture
 def clients(app_server):
     """Three students: each gradio_client Client is its own session."""
-    return [Client(app_server["url"], verbose=False) for _ in range(3)]
+    return [api_client(app_server["url"]) for _ in range(3)]
 
 
 def test_the_api_streams_the_place_then_the_run_and_identical_calls_share_it(clients, tiny_models):

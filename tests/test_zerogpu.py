@@ -31,7 +31,7 @@ import numpy as np
 import psutil
 import pytest
 import spaces.utils  # before any test sets SPACES_ZERO_GPU: off ZeroGPU, importing spaces patches nothing
-from conftest import ROOT, WORK, free_port, screenshot
+from conftest import ROOT, WORK, api_client, free_port, screenshot
 from test_chaos import arguments, errors_in, friendly, sensible
 
 from labs.core.models import device, models
@@ -426,7 +426,6 @@ def test_a_stopped_emulator_leaves_none_of_the_gpu_workers_spaces_forked_running
 
 @pytest.fixture(scope="module")
 def zero_gpu_app(tiny_models):
-    from gradio_client import Client
     from test_gpu_models import ARCHITECTURES, build
     from zerogpu_emulator import DeviceAPI
 
@@ -450,7 +449,7 @@ def zero_gpu_app(tiny_models):
                 if proc.poll() is not None or time.monotonic() - started > 240:
                     pytest.fail(f"the app did not start on ZeroGPU:\n{log_path.read_text()[-3000:]}")
                 time.sleep(0.3)
-        yield {"url": url, "api": api, "log": log_path, "client": Client(url, verbose=False)}
+        yield {"url": url, "api": api, "log": log_path, "client": api_client(url)}
     finally:  # also when the app did not start, or a test failed
         left = stop_group(proc)
         api.close()
