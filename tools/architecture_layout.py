@@ -88,7 +88,8 @@ AFTER_LABS = {
     "tools/": "api_docs.py writes docs/api.md from the endpoints (with api_notes.md, api_examples.py); "
               "architecture_layout.py writes this block from the docstrings; costliest_tests.py the costliest test "
               "files below (both through generated_block.py); pictures.py makes the README's and docs' pictures from the running app "
-              "(assets/screenshots/, its manifest.json); gpu_check.py measures the GPU path on a GPU machine.",
+              "(assets/screenshots/, its manifest.json); gpu_check.py measures the GPU path on a GPU machine; "
+              "cpu_by_process.py sums a run's CPU by kind of process (Chromium, the app servers, Ray, pytest).",
 }
 
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bal)(?<!\bvs)(?<!\bcf)\.\s+(?=[A-Z\"“`(\[])")
