@@ -14,6 +14,7 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 from playwright.sync_api import expect
+from walks import settle
 
 from labs.attention import compute as attention
 from labs.attention import views
@@ -245,7 +246,7 @@ def test_attention_tab_in_the_browser(page):
     page.get_by_role("tab", name="Head view (bertviz)", exact=True).click()
     head_frame.get_by_text("script", exact=True).first.wait_for(timeout=30000)
     assert head_frame.locator("svg line").count() > 50
-    page.wait_for_timeout(1000)
+    settle(page)  # the last outputs drawn before the picture
     screenshot(page, "attention_hostile_text")
     assert dialogs == [] and page.outside_requests == []
 

@@ -11,6 +11,7 @@ import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
 from playwright.sync_api import expect
+from walks import settle
 
 from labs.core.errors import BadInput
 from labs.core.models import models
@@ -288,7 +289,7 @@ def test_finetune_tab_in_the_browser(page, tiny_models):
     assert page.get_by_text("Validation accuracy:").first.is_visible()
     page.get_by_role("button", name="Try the model you trained", exact=True).click()
     page.get_by_text("positive").locator("visible=true").first.wait_for()
-    page.wait_for_timeout(1000)
+    settle(page)  # the last outputs drawn before the picture
     screenshot(page, "finetune")
     assert page.outside_requests == []
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
+from walks import settle
 
 from labs.core.errors import BadInput
 from labs.core.models import models
@@ -139,6 +140,6 @@ def test_masks_tab_in_the_browser(page):
     page.get_by_label("Your sentence", exact=True).fill("<script>alert(1)</script> The [MASK] sat")
     page.get_by_role("button", name="Show the masks").click()
     page.get_by_text("connections").first.wait_for()
-    page.wait_for_timeout(1500)
+    settle(page)  # the last outputs drawn before the picture
     screenshot(page, "masks")
     assert page.outside_requests == []

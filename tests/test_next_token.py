@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import open_tab, screenshot
 from gradio_client.exceptions import AppError
+from walks import settle
 
 from labs.core.errors import BadInput
 from labs.core.models import models
@@ -282,7 +283,7 @@ def test_next_token_tab_draws_the_chart_and_streams(page):
     page.get_by_role("button", name="Generate", exact=True).click()
     box = page.locator("#generate-output textarea")
     page.wait_for_function("el => el.value.length > 5", arg=box.element_handle(), timeout=60000)
-    page.wait_for_timeout(2000)
+    settle(page)  # the last outputs drawn before the picture
     screenshot(page, "next-token")
     assert page.outside_requests == []
 

@@ -141,10 +141,19 @@ def open_lab(page, url: str, lab: Lab, query: str = "") -> None:
     settle(page)
 
 
+# Settled: no event running, and every chart on screen that carries a text alternative has it (figure_text.js
+# describes a chart in the frame after plotly draws it).
+SETTLED_JS = """() => !document.querySelector('.progress-text, .eta-bar')
+  && [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.getClientRects().length)
+       .every(p => p.getAttribute('role') === 'figure' || !(p.layout && p.layout.meta && p.layout.meta.lab_text))"""
+TWO_FRAMES_JS = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
 def settle(page) -> None:
-    """Wait until no event is running (the tab's other outputs have landed and plotly has drawn them)."""
-    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar')", timeout=180000)
-    page.wait_for_timeout(300)  # plotly draws in the next frames
+    """Wait until no event is running and the charts are drawn and described, then for two frames to be painted
+    (plotly's last redraws at the new size): states, not a time."""
+    page.wait_for_function(SETTLED_JS, timeout=180000)
+    page.evaluate(TWO_FRAMES_JS)
 
 
 def phone_figures(page, lab: Lab) -> dict:
