@@ -182,8 +182,6 @@ def agreement_html(view: dict) -> str:
     return _cards(cards)
 
 
-MOVED = {("mean_logprob", "towards"): "towards the model", ("mean_logprob", "away"): "away from the model",
-         ("share", "towards"): "towards the right answer", ("share", "away"): "away from the right answer"}
 
 
 def rounds_html(rounds: dict) -> str:
@@ -205,8 +203,8 @@ def rounds_html(rounds: dict) -> str:
                    f"{logp(two['mean_logprob'])}"),
                   ("the model's rank of the class's favourite", f"{rank(one['class_favourite_model_rank'])} → "
                    f"{rank(two['class_favourite_model_rank'])}")]
-    moved = MOVED.get((rounds["measured_by"], rounds["moved"]), "no change" if rounds["moved"] == "no change" else "–")
-    cards.append(("the class moved", moved))
+    towards = "the model (its mean log-probability)" if word else "the right answer"
+    cards.append((f"where the class moved: towards or away from {towards}", rounds["moved"] or "–"))
     return _cards(cards)
 
 
