@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import declared_endpoints
 
-from labs.classroom import access, answers, results, scoring, sessions
+from labs.classroom import access, answers, records, results, scoring, sessions
 from labs.classroom import store as stores
 from labs.core.errors import BadInput, LabError
 from labs.core.work import services
@@ -104,7 +104,7 @@ def test_only_the_lecturer_key_acts_as_the_lecturer():
         with pytest.raises(sessions.Refused):
             sessions.class_reveal(not_the_key)
         with pytest.raises(sessions.Refused):
-            sessions.class_export(not_the_key)
+            records.class_export(not_the_key)
         with pytest.raises(sessions.Refused):
             sessions.class_delete(not_the_key)
     assert stores.get().questions_of(stores.get().session_by_code(start["code"]).id) == []
@@ -195,7 +195,7 @@ def test_export_is_csv_with_every_answer_and_never_a_spreadsheet_formula():
     sessions.class_ask(start["lecturer_key"], "choice", "Pick", choices=["=1+1", "safe"])
     sessions.class_answer(start["code"], "student-0001", "=1+1")
     sessions.class_reveal(start["lecturer_key"])
-    rows = sessions.class_export(start["lecturer_key"])["csv"].splitlines()
+    rows = records.class_export(start["lecturer_key"])["csv"].splitlines()
     assert rows[0].split(",")[:5] == ["question", "kind", "model", "answer", "count"]
     assert "'=1+1,1" in rows[1]
 
@@ -213,9 +213,9 @@ def test_deleting_a_session_deletes_its_answers():
 def test_a_shared_workbook_gives_the_lecturer_verdicts_never_answers():
     start = started()
     given = {"B2.1": {"sat": "0.58", "ran": "0.13", "jumped": "0.08", "slept": "0.21"}, "B3.1": {"sign": "+"}}
-    shared = sessions.class_share_workbook(start["code"], "student-0001", given)
+    shared = records.class_share_workbook(start["code"], "student-0001", given)
     assert shared["verdicts"] == {"B2.1": "right", "B3.1": "wrong"}
-    sessions.class_share_workbook(start["code"], "student-0002", {})
+    records.class_share_workbook(start["code"], "student-0002", {})
     overview = sessions.class_overview(start["lecturer_key"])
     assert overview["workbook"] == {"students": 1, "questions": {"B2.1": {"right": 1}, "B3.1": {"wrong": 1}}}
     assert "0.58" not in json.dumps(overview)

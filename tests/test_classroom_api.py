@@ -253,6 +253,22 @@ def test_the_database_url_is_what_a_user_writes(postgres, monkeypatch, tmp_path)
     assert store.database_url() == f"sqlite:///{Path(tmp_path) / 'classes.sqlite3'}"
 
 
+def test_a_postgresql_class_database_from_before_the_second_vote_is_migrated(postgres):
+    """The same migration as tests/test_classroom_rounds.py's, on a database of its own in the real server."""
+    import sqlalchemy as sa
+    from test_classroom_rounds import check_migrated, make_version_1
+
+    from labs.classroom import store
+
+    server = sa.create_engine(store.database_url_of(postgres.url), isolation_level="AUTOCOMMIT")
+    with server.connect() as c:
+        c.execute(sa.text("CREATE DATABASE kept_v1"))
+    server.dispose()
+    url = store.database_url_of(postgres.url.rsplit("/", 1)[0] + "/kept_v1")
+    make_version_1(url)
+    check_migrated(url)
+
+
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_an_answer_is_in_the_reveal_or_refused_never_lost(backend, request, monkeypatch, tmp_path, tiny_models):
     """Forty students answer while the lecturer reveals: every acknowledged answer is counted in the reveal, and

@@ -89,8 +89,8 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     assert no_horizontal_scroll(student)
 
     others = api_client(app_server["url"])
-    for word in ("mat", "floor", "mat"):
-        sid = others.predict(code, api_name="/class_join")["student_id"]
+    classmates = [others.predict(code, api_name="/class_join")["student_id"] for _ in range(3)]
+    for sid, word in zip(classmates, ("mat", "floor", "mat")):
         others.predict(code, sid, word, api_name="/class_answer")
     expect(lecturer.locator(".lab-class-number")).to_have_text("4", timeout=SCREEN)  # the count follows, live
     assert "mat" not in lecturer.locator("#lab-class-lecturing").inner_text().replace("Mat", "")  # answers hidden
@@ -111,6 +111,30 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     assert no_horizontal_scroll(student)
     student.locator("#lab-class-results").scroll_into_view_if_needed()
     shot(student, "classroom-phone-results")
+
+    # Peer instruction: the class talks it over, then votes again on the same question; the reveal shows both votes.
+    lecturer.get_by_role("button", name="Discuss, then vote again").click()
+    expect(lecturer.locator("#lab-class-projector-question .lab-class-kind")).to_contain_text("second vote",
+                                                                                          timeout=SCREEN)
+    expect(student.locator("#lab-class-student .lab-class-kind")).to_contain_text("second vote", timeout=SCREEN)
+    expect(student.locator("#lab-class-status")).to_contain_text("Your first answer: “mat”", timeout=SCREEN)
+    assert answer.input_value() == ""  # a new vote starts from an empty box
+    answer.fill("floor")
+    send.click()
+    expect(student.locator("#lab-class-status")).to_contain_text("Received: “floor”", timeout=SCREEN)
+    for sid, word in zip(classmates, ("mat", "mat", "floor")):  # by hand: three of the four change their answer
+        others.predict(code, sid, word, api_name="/class_answer")
+    expect(lecturer.locator(".lab-class-number")).to_have_text("4", timeout=SCREEN)
+    lecturer.get_by_role("button", name="Reveal the answers").click()
+    cards = lecturer.locator("#lab-class-agreement")
+    expect(cards).to_contain_text("changed their answer", timeout=SCREEN)
+    expect(cards.locator(".lab-class-card").first).to_contain_text("3 / 4")
+    expect(lecturer.locator("#lab-class-plot .gtitle")).to_contain_text("two votes", timeout=SCREEN)
+    shot(lecturer, "classroom-projector-second-vote")
+    expect(student.locator(".lab-class-rounds-line")).to_contain_text("3 of the 4 who voted twice changed",
+                                                                     timeout=SCREEN)
+    assert no_horizontal_scroll(student)
+    shot(student, "classroom-phone-second-vote")
 
 
 def test_the_lecturer_link_opens_the_class_without_showing_its_key(lecturer, browser, app_server, tiny_models):

@@ -3,7 +3,7 @@ them, docs/api.md is written from them)."""
 
 from __future__ import annotations
 
-from labs.classroom import sessions
+from labs.classroom import records, second_vote, sessions
 from labs.core.work.endpoints import Endpoint
 
 # A class's own actions are a database row or two (a few ms): they skip Gradio's queue, whose bookkeeping per event
@@ -20,6 +20,8 @@ _ENDPOINTS = (
      "answer}: stored before this returns; a second answer replaces the first"),
     (sessions.class_state, "class_state", "class_state(code, student_id) -> {question, answers, revealed, results, "
      "your_answer, closed, version}: results only after the reveal"),
+    (second_vote.class_round, "class_round", "class_round(lecturer_key) -> {question_id, round: 2, first_round, kind, "
+     "text, ...}: peer instruction's second vote on the current question, its answers kept apart from the first's"),
     (sessions.class_reveal, "class_reveal", "class_reveal(lecturer_key) -> {class: [{answer, count, share, "
      "model_prob, model_rank, grouped}], other, model_top: [{answer, prob, class_share}], agreement: {...}}"),
     (sessions.class_hide, "class_hide", "class_hide(lecturer_key, answer, hide) -> {hidden}"),
@@ -28,11 +30,11 @@ _ENDPOINTS = (
     (sessions.class_overview, "class_overview", "class_overview(lecturer_key) -> {code, current: {question, "
      "answers, results}, history, workbook}"),
     (sessions.class_count, "class_count", "class_count(lecturer_key) -> {question_id, answers, version}"),
-    (sessions.class_export, "class_export", "class_export(lecturer_key) -> {filename, csv}: question, kind, "
-     "model, answer, count, model probability, model rank, time revealed"),
+    (records.class_export, "class_export", "class_export(lecturer_key) -> {filename, csv}: question, kind, "
+     "model, answer, count, model probability, model rank, time revealed, vote (1, or 2 for a second vote)"),
     (sessions.class_close, "class_close", "class_close(lecturer_key) -> {closed}"),
     (sessions.class_delete, "class_delete", "class_delete(lecturer_key) -> {deleted}: every answer, now"),
-    (sessions.class_share_workbook, "class_share_workbook", "class_share_workbook(code, student_id, answers) -> "
+    (records.class_share_workbook, "class_share_workbook", "class_share_workbook(code, student_id, answers) -> "
      "{shared, verdicts}: the workbook's verdicts per question, never its answers"),
 )
 ENDPOINTS = tuple(Endpoint(name, fn, description, queue=name in QUEUED) for fn, name, description in _ENDPOINTS)

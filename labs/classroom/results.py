@@ -136,3 +136,32 @@ def mine(stored: dict, key: str | None) -> dict | None:
     total = sum(a["count"] for a in stored["answers"])
     return {"answer": found["answer"], "count": found["count"], "share": found["count"] / total if total else 0.0,
             "model_prob": found.get("model_prob"), "model_rank": found.get("model_rank")}
+
+
+def round_figures(view_of_round: dict) -> dict:
+    """One vote's figures for the comparison of two: its answers, its favourite, and the share on the right answer
+    (choices and numbers with one) or on the model's favourite (words), with the model's mean log-probability of
+    the class's answers and its rank of the class's favourite (words)."""
+    a, rows = view_of_round["agreement"], view_of_round["class"]
+    out = {"answers": view_of_round["total"], "class_favourite": rows[0]["answer"] if rows else None}
+    if view_of_round["question"]["kind"] in WORD_KINDS:
+        out.update(share=a.get("model_favourite_class_share"), mean_logprob=a.get("mean_logprob"),
+                   class_favourite_model_rank=a.get("class_favourite_model_rank"))
+    else:
+        out.update(share=a.get("right_share"))
+    return out
+
+
+def rounds(first: dict, second: dict, *, voted: int, changed: int) -> dict:
+    """Peer instruction's two votes on one question, side by side: `first` (the first vote's whole view), each
+    vote's figures (round_figures), how many students voted twice and how many of them changed their answer, and
+    whether the class `moved` "towards" or "away from" the model (words: its mean log-probability of the class's
+    answers) or the right answer (its share), or showed "no change"; None when there is nothing to measure by."""
+    one, two = round_figures(first), round_figures(second)
+    by = "mean_logprob" if first["question"]["kind"] in WORD_KINDS else "share"
+    before, after = one.get(by), two.get(by)
+    moved = None
+    if before is not None and after is not None:
+        moved = "towards" if after > before + 1e-12 else "away" if after < before - 1e-12 else "no change"
+    return {"first": first, "first_figures": one, "second_figures": two, "voted_twice": voted, "changed": changed,
+            "measured_by": by, "moved": moved}

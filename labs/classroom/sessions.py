@@ -14,8 +14,6 @@ result. A session with no activity for a day is gone."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
 import re
@@ -43,7 +41,6 @@ from labs.classroom.access import (  # noqa: F401  (the endpoints' callers use t
 )
 from labs.core.errors import BadInput, LabError, check_int, check_text
 from labs.core.models import models
-from labs.core.work import services
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +53,6 @@ MAX_QUESTIONS = 500  # per class
 MAX_QUESTION_CHARS = 300
 MAX_TITLE_CHARS = 80
 DEFAULT_TOP_K = 10
-PART_B_VERDICTS = ("right", "wrong", "open", "not measured here")
 
 
 @dataclass(frozen=True)
@@ -104,7 +100,7 @@ def snapshot(code: str) -> Snapshot | None:
     return found
 
 
-def _changed(code: str) -> None:
+def changed(code: str) -> None:
     """This front-end changed the session: its next look reads the database again."""
     with _cache_lock:
         _snapshots.pop(code, None)
@@ -162,7 +158,7 @@ def class_close(lecturer_key: str, request=None) -> dict:
     """`/class_close(lecturer_key)`: no more answers; students see that the class has ended. Kept for export."""
     session = session_of_key(lecturer_key, request)
     db().update_session(session.id, now(), closed_at=now(), current_question=None)
-    _changed(session.code)
+    changed(session.code)
     return {"closed": True, "code": session.code}
 
 
@@ -170,7 +166,7 @@ def class_delete(lecturer_key: str, request=None) -> dict:
     """`/class_delete(lecturer_key)`: the session and every answer in it, deleted now."""
     session = session_of_key(lecturer_key, request)
     db().delete_session(session.id)
-    _changed(session.code)
+    changed(session.code)
     return {"deleted": True, "code": session.code}
 
 
@@ -178,7 +174,7 @@ def class_min_count(lecturer_key: str, min_count: int = 2, request=None) -> dict
     """`/class_min_count(lecturer_key, min_count)`: answers fewer students gave are shown as "other (n)"."""
     session = session_of_key(lecturer_key, request)
     db().update_session(session.id, now(), min_count=check_int(min_count, "The minimum count", 1, 100))
-    _changed(session.code)
+    changed(session.code)
     return class_overview(lecturer_key, request)
 
 
@@ -186,7 +182,7 @@ def class_next(lecturer_key: str, request=None) -> dict:
     """`/class_next(lecturer_key)`: between questions; the students wait for the next one (history is kept)."""
     session = session_of_key(lecturer_key, request)
     db().update_session(session.id, now(), current_question=None)
-    _changed(session.code)
+    changed(session.code)
     return {"code": session.code, "question": None}
 
 
@@ -198,7 +194,7 @@ def question_json(row) -> dict | None:
         return None
     return {"id": row.id, "number": row.number, "kind": row.kind, "text": row.text, "model": row.model,
             "settings": json.loads(row.settings), "choices": json.loads(row.choices), "correct": row.correct,
-            "revealed": row.revealed_at is not None}
+            "revealed": row.revealed_at is not None, "round": row.vote_round, "first_round": row.first_round_id}
 
 
 def check_question(kind, text, model, choices, correct, top_k) -> dict:
@@ -239,7 +235,7 @@ def class_ask(lecturer_key: str, kind: str, text: str, model: str = "", choices:
     if len(db().questions_of(session.id)) >= MAX_QUESTIONS:
         raise BadInput(f"This class has asked {MAX_QUESTIONS} questions, all it can keep; start a new class.")
     question_id = db().add_question(session.id, now(), **question)
-    _changed(session.code)
+    changed(session.code)
     return {"question_id": question_id, "code": session.code, **question}
 
 
@@ -277,7 +273,7 @@ def class_answer(code: str, student_id: str, answer: str, request=None) -> dict:
     typed, key = read_answer(question, answer)
     replaced = db().put_answer(question.id, student_id, typed, key, now())
     if not replaced:  # one more answer: this front-end's next look counts it
-        _changed(found.session.code)
+        changed(found.session.code)
     with _cache_lock:
         touch = found.session.id not in _touched
         _touched[found.session.id] = True
@@ -295,7 +291,7 @@ def class_state(code: str, student_id: str = "", request=None) -> dict:
     out = {"code": session.code, "shown_code": shown_code(session.code), "title": session.title,
            "version": session.version, "closed": session.closed_at is not None,
            "question": question_json(question), "answers": found.answers, "revealed": False, "results": None,
-           "your_answer": None}
+           "your_answer": None, "your_first_answer": None}
     if question is None:
         return out
     mine = None
@@ -303,39 +299,68 @@ def class_state(code: str, student_id: str = "", request=None) -> dict:
         row = db().answer_of(question.id, check_student(student_id))
         if row is not None:
             out["your_answer"], mine = row.answer, row.answer_key
+        if question.first_round_id is not None:
+            first = db().answer_of(question.first_round_id, student_id)
+            out["your_first_answer"] = first.answer if first is not None else None
     if question.revealed_at is not None and question.results:
         stored = json.loads(question.results)
         out.update(revealed=True, results=results.view(question_json(question), stored, json.loads(question.hidden),
                                                        session.min_count))
         out["results"]["you"] = results.mine(stored, mine)
+        out["results"]["rounds"] = rounds_of(question, session.min_count)
     return out
 
 
 def class_reveal(lecturer_key: str, request=None) -> dict:
     """`/class_reveal(lecturer_key)`: the class's answers beside the model's. Answering closes; the model's
-    computation runs once (every distinct answer scored in one batch) and is stored for every student."""
+    computation runs once (every distinct answer scored in one batch) and is stored for every student. A second
+    vote (second_vote.py) is revealed with its first: `rounds` holds both, side by side."""
     session = session_of_key(lecturer_key, request)
     if session.current_question is None:
         raise BadInput("There is no open question to reveal: ask one first.")
+    question = reveal_question(session, session.current_question)
+    if question.first_round_id is not None:  # a second vote: the first is revealed beside it
+        reveal_question(session, question.first_round_id)
+    view = results.view(question_json(question), json.loads(question.results), json.loads(question.hidden),
+                        session.min_count, everything=True)
+    view["rounds"] = rounds_of(question, session.min_count)
+    return view
+
+
+def reveal_question(session, question_id: int):
+    """The question's row with its results, computed and stored by the first reveal of it; answering closes."""
     with _cache_lock:
-        lock = _reveal_locks.setdefault(session.current_question, threading.Lock())
+        lock = _reveal_locks.setdefault(question_id, threading.Lock())
     with lock:  # a second press waits for the first and gets its result
-        question = db().question(session.current_question)
+        question = db().question(question_id)
         if question.results is None:
             db().set_question(session.id, question.id, now(), revealed_at=now())  # no answer is taken after this
-            _changed(session.code)
+            changed(session.code)
             try:
                 stored = compute_results(question)
             except Exception:  # the model could not answer: the question stays open, no answer is lost
                 db().set_question(session.id, question.id, now(), revealed_at=None)
                 raise
             finally:
-                _changed(session.code)
+                changed(session.code)
             db().set_question(session.id, question.id, now(), results=json.dumps(stored))
-            _changed(session.code)
+            changed(session.code)
             question = db().question(question.id)
-    return results.view(question_json(question), json.loads(question.results), json.loads(question.hidden),
-                        session.min_count, everything=True)
+    return question
+
+
+def rounds_of(question, min_count: int) -> dict | None:
+    """For a revealed second vote: both votes side by side (results.rounds); None for a question of one vote."""
+    if question.first_round_id is None:
+        return None
+    first = db().question(question.first_round_id)
+    if first is None or not first.results or not question.results:
+        return None
+    voted, changed = db().changed_answers(first.id, question.id)
+    return results.rounds(
+        results.view(question_json(first), json.loads(first.results), json.loads(first.hidden), min_count),
+        results.view(question_json(question), json.loads(question.results), json.loads(question.hidden), min_count),
+        voted=voted, changed=changed)
 
 
 def compute_results(question) -> dict:
@@ -364,8 +389,10 @@ def class_hide(lecturer_key: str, answer: str, hide: bool = True, request=None) 
     key = answers.key_of(answers.one_line(answer))
     hidden = json.loads(question.hidden)
     hidden = sorted(set(hidden) | {key}) if hide else [h for h in hidden if h != key]
-    db().set_question(session.id, question.id, now(), hidden=json.dumps(hidden))
-    _changed(session.code)
+    # A second vote and its first are one question on the projector: an answer taken off is off in both.
+    for row in filter(None, (question, db().question(question.first_round_id) if question.first_round_id else None)):
+        db().set_question(session.id, row.id, now(), hidden=json.dumps(hidden))
+    changed(session.code)
     return {"hidden": hidden}
 
 
@@ -384,6 +411,7 @@ def class_overview(lecturer_key: str, request=None) -> dict:
         if question.results:
             current["results"] = results.view(question_json(question), json.loads(question.results),
                                               json.loads(question.hidden), session.min_count)
+            current["results"]["rounds"] = rounds_of(question, session.min_count)
     history = [{**question_json(q), "answers": db().count(q.id)} for q in db().questions_of(session.id)]
     students, verdicts = db().workbook_counts(session.id)
     return {"code": session.code, "shown_code": shown_code(session.code), "title": session.title,
@@ -398,45 +426,3 @@ def class_count(lecturer_key: str, request=None) -> dict:
     found = snapshot(session.code)
     return {"question_id": found.question.id if found and found.question else None,
             "answers": found.answers if found else 0, "version": found.session.version if found else session.version}
-
-
-EXPORT_HEADERS = ["question", "kind", "model", "answer", "count", "model probability", "model rank", "time revealed"]
-
-
-def class_export(lecturer_key: str, request=None) -> dict:
-    """`/class_export(lecturer_key)`: the session as CSV (one row per question and answer)."""
-    session = session_of_key(lecturer_key, request)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(EXPORT_HEADERS)
-    for q in db().questions_of(session.id):
-        stored = json.loads(q.results) if q.results else {"answers": [{"answer": f, "count": n, "key": k}
-                                                                      for k, f, n in db().tally(q.id)]}
-        revealed = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(q.revealed_at)) + " UTC" if q.revealed_at else ""
-        for a in stored["answers"] or [{"answer": "", "count": 0}]:
-            prob = a.get("model_prob")
-            writer.writerow([q.text, q.kind, q.model, csv_safe(a["answer"]), a["count"],
-                             "" if prob is None else f"{prob:.6g}", a.get("model_rank") or "", revealed])
-    return {"code": session.code, "filename": f"lm-lab-class-{session.code}.csv", "csv": buffer.getvalue()}
-
-
-def csv_safe(text: str) -> str:
-    """A student's answer as a spreadsheet shows it: never a formula (=, +, -, @ would run in Excel)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
-
-
-# ------------------------------------------------------------------ the workbook, shared
-
-
-def class_share_workbook(code: str, student_id: str, workbook: dict, request=None) -> dict:
-    """`/class_share_workbook(code, student_id, answers)`: a student's Part A & B answers checked (the workbook's
-    own `/check_part_b`); only each question's verdict reaches the class, never the answers."""
-    found = session_of_code(code, request)
-    student_id = check_student(student_id)
-    try:
-        checked = services.get("check_part_b")(workbook)["results"]
-    except BadInput:  # nothing answered yet: every question "not tried"
-        checked = []
-    verdicts = {r["id"]: r["verdict"] for r in checked if r["verdict"] in PART_B_VERDICTS}
-    db().put_verdicts(found.session.id, student_id, verdicts, now())
-    return {"shared": len(verdicts), "verdicts": verdicts}

@@ -26,7 +26,7 @@ from labs.core.errors import LabError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = sa.MetaData()
 
 meta = sa.Table("lab_meta", metadata,
@@ -61,7 +61,11 @@ questions = sa.Table(
     sa.Column("asked_at", sa.Float, nullable=False),
     sa.Column("revealed_at", sa.Float),
     sa.Column("results", sa.Text),  # the reveal's computation, JSON: computed once, read by every student
-    sa.Column("hidden", sa.Text, nullable=False, default="[]"))
+    sa.Column("hidden", sa.Text, nullable=False, default="[]"),
+    # Peer instruction's second vote is a question row of its own (its answers are kept apart from the first's),
+    # numbered as the first and pointing at it (schema version 2).
+    sa.Column("vote_round", sa.Integer, nullable=False, default=1, server_default="1"),
+    sa.Column("first_round_id", sa.Integer))
 
 answers = sa.Table(
     "class_answers", metadata,
@@ -84,8 +88,18 @@ def _create_v1(connection) -> None:
     metadata.create_all(connection, tables=[sessions, questions, answers, workbook])
 
 
+def _add_rounds_v2(connection) -> None:
+    """A question's vote round and its first round's id. A database created at version 2 has them already
+    (_create_v1 creates the tables as they are now); one kept from version 1 gets them, its questions round 1."""
+    have = {c["name"] for c in sa.inspect(connection).get_columns("class_questions")}
+    if "vote_round" not in have:
+        connection.execute(sa.text("ALTER TABLE class_questions ADD COLUMN vote_round INTEGER NOT NULL DEFAULT 1"))
+    if "first_round_id" not in have:
+        connection.execute(sa.text("ALTER TABLE class_questions ADD COLUMN first_round_id INTEGER"))
+
+
 # MIGRATIONS[i] takes a database at version i to version i + 1. A new column is a new function appended here.
-MIGRATIONS = [_create_v1]
+MIGRATIONS = [_create_v1, _add_rounds_v2]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -113,6 +127,11 @@ def database_url() -> str:
         folder = data_dir()
         folder.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{folder / 'classes.sqlite3'}"
+    return database_url_of(url)
+
+
+def database_url_of(url: str) -> str:
+    """A database URL as a user writes it, with the driver SQLAlchemy needs (psycopg for PostgreSQL)."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
@@ -234,14 +253,20 @@ class Store:
     # ------------------------------------------------------------------ questions
 
     def add_question(self, session_id: int, now: float, *, kind: str, text: str, model: str, settings: dict,
-                     choices: list, correct: str | None) -> int:
-        """A new question, and the session's current one from now on."""
+                     choices: list, correct: str | None, first_round=None, hidden: str = "[]") -> int:
+        """A new question, and the session's current one from now on. With first_round (that question's row): its
+        second vote, under the same number."""
         with self.writing() as c:
-            number = c.execute(sa.select(sa.func.count()).select_from(questions)
-                               .where(questions.c.session_id == session_id)).scalar_one() + 1
+            if first_round is None:
+                number = c.execute(sa.select(sa.func.max(questions.c.number))
+                                   .where(questions.c.session_id == session_id)).scalar_one()
+                number, vote_round = (number or 0) + 1, 1
+            else:
+                number, vote_round = first_round.number, first_round.vote_round + 1
             question_id = c.execute(questions.insert().values(
                 session_id=session_id, number=number, kind=kind, text=text, model=model, settings=json.dumps(settings),
-                choices=json.dumps(choices), correct=correct, asked_at=now, hidden="[]")).inserted_primary_key[0]
+                choices=json.dumps(choices), correct=correct, asked_at=now, hidden=hidden, vote_round=vote_round,
+                first_round_id=None if first_round is None else first_round.id)).inserted_primary_key[0]
             c.execute(sessions.update().where(sessions.c.id == session_id).values(
                 current_question=question_id, active_at=now, version=sessions.c.version + 1))
         return question_id
@@ -253,7 +278,12 @@ class Store:
     def questions_of(self, session_id: int) -> list:
         with self.engine.connect() as c:
             return list(c.execute(questions.select().where(questions.c.session_id == session_id)
-                                  .order_by(questions.c.number)))
+                                  .order_by(questions.c.number, questions.c.vote_round)))
+
+    def second_round_of(self, question_id: int):
+        """The second vote on this question, if the lecturer opened one."""
+        with self.engine.connect() as c:
+            return c.execute(questions.select().where(questions.c.first_round_id == question_id)).first()
 
     def set_question(self, session_id: int, question_id: int, now: float, **values) -> None:
         """Change a question (its results, its hidden answers) and tell the students (the session's version)."""
@@ -291,6 +321,17 @@ class Store:
         with self.engine.connect() as c:
             return c.execute(answers.select().where((answers.c.question_id == question_id)
                                                     & (answers.c.student_id == student_id))).first()
+
+    def changed_answers(self, first_id: int, second_id: int) -> tuple[int, int]:
+        """(students who voted in both rounds, those of them whose answer changed), by the answers' keys."""
+        first, second = answers.alias("first"), answers.alias("second")
+        both = (sa.select(sa.func.count(), sa.func.sum(sa.case((first.c.answer_key != second.c.answer_key, 1),
+                                                               else_=0)))
+                .select_from(first.join(second, first.c.student_id == second.c.student_id))
+                .where((first.c.question_id == first_id) & (second.c.question_id == second_id)))
+        with self.engine.connect() as c:
+            voted, changed = c.execute(both).one()
+        return voted, int(changed or 0)
 
     def count(self, question_id: int) -> int:
         with self.engine.connect() as c:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import gradio as gr
 from gradio.context import LocalContext
 
-from labs.classroom import sessions, tab_lecturer, tab_projector, tab_student, views
+from labs.classroom import records, second_vote, sessions, tab_lecturer, tab_projector, tab_student, views
 from labs.core.errors import LabError
 from labs.core.ui import ui
 from labs.core.ui.build import Build
@@ -33,7 +33,8 @@ LECTURING_JS = "(s) => { document.body.classList.toggle('lab-lecturing', !!(s &&
 READ_LINK_KEY_JS = """(unused, state) => { const key = sessionStorage.getItem('lm-lab-lecturer-link') || '';
   sessionStorage.removeItem('lm-lab-lecturer-link'); return [key, state]; }"""
 OPEN_CLASS_TAB_JS = "() => { const tab = document.getElementById('lab-group-class-button'); if (tab) tab.click(); }"
-VIEW = ("start_box", "lecturing", "join_row", "card", "question", "count", "reveal", "next", "ask_box", "min_count",
+VIEW = ("start_box", "lecturing", "join_row", "card", "question", "count", "reveal", "again", "next", "ask_box",
+        "min_count",
         "hide_choice", "agreement", "class_plot", "model_plot", "note", "history", "workbook", "timer", "seen")
 
 
@@ -108,7 +109,7 @@ def on_tick(state, seen, request: gr.Request):
 
 
 def on_export(state, request: gr.Request):
-    return sessions.class_export((state or {}).get("key"), request)["csv"]
+    return records.class_export((state or {}).get("key"), request)["csv"]
 
 
 def on_delete(state, request: gr.Request):
@@ -138,7 +139,7 @@ def layout() -> SimpleNamespace:
     with gr.Column(visible=False, elem_id="lab-class-lecturing") as parts.lecturing:
         with gr.Row():
             with gr.Column(scale=3):
-                parts.question, parts.count, parts.reveal, parts.next = tab_projector.build_live()
+                parts.question, parts.count, parts.reveal, parts.again, parts.next = tab_projector.build_live()
             with gr.Column(scale=2, min_width=300):
                 parts.card, parts.copy, parts.end = tab_lecturer.build_card()
         parts.agreement, parts.class_plot, parts.model_plot, parts.note = tab_projector.build_results()
@@ -163,8 +164,8 @@ def build(ctx: Build) -> None:
     ui.wire(parts.start.click, on_start, parts.title, redrawn).then(**lecturing)
     ask_inputs = [parts.kind, parts.text, parts.model, parts.choices, parts.correct, parts.top_k]
     ui.wire(parts.ask.click, acting(sessions.class_ask), [hooks.lecturer, *ask_inputs], redrawn)
-    for button, action in ((parts.reveal, sessions.class_reveal), (parts.next, sessions.class_next),
-                           (parts.end, sessions.class_close)):
+    for button, action in ((parts.reveal, sessions.class_reveal), (parts.again, second_vote.class_round),
+                           (parts.next, sessions.class_next), (parts.end, sessions.class_close)):
         ui.wire(button.click, acting(action), hooks.lecturer, redrawn)
     ui.wire(parts.min_count.release, acting(sessions.class_min_count), [hooks.lecturer, parts.min_count], redrawn)
     ui.wire(parts.hide.click, acting(sessions.class_hide), [hooks.lecturer, parts.hide_choice], redrawn)
@@ -207,7 +208,7 @@ def on_share(page, workbook, request: gr.Request):
     if not page:
         return ui.notice("Join the class first (the lecturer's code or link); then share.")
     answers = workbook.get("answers", {}) if isinstance(workbook, dict) else {}
-    shared = sessions.class_share_workbook(page["code"], page["student"], answers, request)
+    shared = records.class_share_workbook(page["code"], page["student"], answers, request)
     if not shared["shared"]:
         return "Nothing to share yet: answer a question of the workbook, then share (only right or wrong is shared)."
     return (f"✓ Shared with the class: {shared['shared']} verdict(s) (right, wrong or open). Your answers stay in "

@@ -19,14 +19,16 @@ DOWNLOAD_CSV_JS = """(text) => { if (!text) return;
   link.download = "lm-lab-class.csv"; link.click(); URL.revokeObjectURL(link.href); }"""
 
 
-def build_live() -> tuple[gr.HTML, gr.HTML, gr.Button, gr.Button]:
-    """The question in large type, the count, Reveal and Next: the top of the projector."""
+def build_live() -> tuple[gr.HTML, gr.HTML, gr.Button, gr.Button, gr.Button]:
+    """The question in large type, the count, Reveal, Vote again and Next: the top of the projector."""
     question = gr.HTML(elem_id="lab-class-projector-question")
     count = gr.HTML(elem_id="lab-class-count")
     with gr.Row(elem_classes=["lab-class-actions"]):
         reveal = gr.Button("Reveal the answers", variant="primary", scale=0, min_width=220, elem_id="lab-class-reveal")
+        # Peer instruction: the students discuss with a neighbour, then vote again on the same question.
+        again = gr.Button("Discuss, then vote again", scale=0, min_width=240, elem_id="lab-class-again", visible=False)
         next_question = gr.Button("Next question", scale=0, min_width=180, elem_id="lab-class-next")
-    return question, count, reveal, next_question
+    return question, count, reveal, again, next_question
 
 
 def build_results() -> tuple:
@@ -55,7 +57,7 @@ def build_more() -> tuple:
 
 
 def history_rows(overview: dict) -> pd.DataFrame:
-    return pd.DataFrame([[q["number"], q["text"], views.KIND_WORDS[q["kind"]], q["model"] or "", q["answers"],
+    return pd.DataFrame([[q["number"], q["text"], views.kind_words(q), q["model"] or "", q["answers"],
                           "yes" if q["revealed"] else ""] for q in overview["history"]], columns=HISTORY_HEADERS)
 
 
@@ -79,7 +81,8 @@ def results_updates(current: dict | None) -> dict:
     if word:
         note = (f"Model: **{ui.md(view['model'])}** ({ui.md(view['source'])}). {ui.md(view['approximation'])}"
                 + (f" {view['hidden']} hidden answer(s) are not shown." if view["hidden"] else ""))
-    return {"agreement": views.agreement_html(view), "class_plot": gr.update(value=views.class_figure(view), visible=True),
+    agreement = (views.rounds_html(view["rounds"]) if view.get("rounds") else "") + views.agreement_html(view)
+    return {"agreement": agreement, "class_plot": gr.update(value=views.class_figure(view), visible=True),
             "model_plot": gr.update(value=views.model_figure(view) if word else None, visible=word), "note": note,
             "hide_choice": gr.update(choices=[r["answer"] for r in view["class"]])}
 
@@ -91,7 +94,11 @@ def projector_updates(overview: dict | None) -> dict:
     current = overview["current"]
     question = current["question"] if current else None
     revealed = bool(question and question["revealed"])
+    voted_again = question is not None and any(q.get("first_round") == question["id"] for q in overview["history"])
+    can_vote_again = (question is not None and question.get("round") == 1 and not voted_again
+                      and current["answers"] > 0 and not overview["closed"])
     return {"question": views.question_html(question, waiting="Ask a question: the class sees it at once."),
+            "again": gr.update(visible=can_vote_again),
             "count": views.count_html(current["answers"], revealed) if current else "",
             "reveal": gr.update(visible=bool(question) and not revealed and not overview["closed"]),
             "next": gr.update(visible=revealed and not overview["closed"]),

@@ -62,6 +62,11 @@ def status_text(state: dict) -> str:
     if state["your_answer"]:
         return views.status_html(f"✓ Received: “{ui.esc(state['your_answer'])}”. You can change it until the "
                                  f"lecturer reveals the answers ({state['answers']} so far).")
+    if question.get("round") == 2:  # peer instruction: the same question again, after talking it over
+        first = state.get("your_first_answer")
+        mine = f" Your first answer: “{ui.esc(first)}”." if first else ""
+        return views.status_html(f"Vote again, now that you have discussed it.{mine} Keep it or change it, then "
+                                 f"press Send ({state['answers']} answered so far).")
     return views.status_html(f"Type your answer and press Send ({state['answers']} answered so far).")
 
 

@@ -34,6 +34,11 @@ def join_card(start: dict) -> str:
             f'</div></div>')
 
 
+def kind_words(question: dict) -> str:
+    """The kind of question in words, and "second vote" for peer instruction's vote again on it."""
+    return KIND_WORDS[question["kind"]] + (" · second vote" if question.get("round") == 2 else "")
+
+
 def question_html(question: dict | None, *, waiting: str = "Waiting for the lecturer's question…") -> str:
     if not question:
         return f'<div class="lab-class-question lab-class-waiting">{esc(waiting)}</div>'
@@ -44,7 +49,7 @@ def question_html(question: dict | None, *, waiting: str = "Waiting for the lect
     continues = ' <span class="lab-class-continues" aria-label="what comes next?">…</span>' \
         if question["kind"] == "next_token" else ""
     return (f'<div class="lab-class-question"><div class="lab-class-kind">Question {question["number"]} · '
-            f'{esc(KIND_WORDS[question["kind"]])}</div><div class="lab-class-text">{esc(question["text"])}{continues}'
+            f'{esc(kind_words(question))}</div><div class="lab-class-text">{esc(question["text"])}{continues}'
             f'</div>{options}</div>')
 
 
@@ -122,12 +127,26 @@ def your_line(view: dict, your_answer: str | None) -> str:
     return f'<p class="lab-class-yours">{line}</p>'
 
 
+def rounds_line(view: dict) -> str:
+    """A second vote's comparison in one sentence, for a phone: who changed, and where the class moved."""
+    rounds = view.get("rounds")
+    if not rounds:
+        return ""
+    one, two = rounds["first_figures"], rounds["second_figures"]
+    target = "the model's favourite" if rounds["measured_by"] == "mean_logprob" else "the right answer"
+    changed = rounds["changed"]
+    return (f'<p class="lab-class-rounds-line">Second vote: {changed} of the {rounds["voted_twice"]} who voted twice '
+            f'changed their answer; on {target}: {percent(one["share"])} in the first vote, {percent(two["share"])} '
+            f'in the second.</p>')
+
+
 def student_results(view: dict, your_answer: str | None) -> str:
     rows = class_rows(view)
     shown = sum(count for _, count, _ in rows)
     word = bool(view.get("model_top"))
-    parts = [your_line(view, your_answer), bars_html(rows, shown, mine=your_answer, note_header="Model P" if word else "",
-                                                     caption=f"The class's answers ({view['total']})")]
+    parts = [your_line(view, your_answer), rounds_line(view),
+             bars_html(rows, shown, mine=your_answer, note_header="Model P" if word else "",
+                       caption=f"The class's answers ({view['total']})")]
     if word:
         model = [(t["answer"], t["class_count"], probability(t["prob"])) for t in view["model_top"][:5]]
         parts.append(bars_html(model, max(view["total"], 1), mine=your_answer, note_header="Model P",
@@ -163,15 +182,60 @@ def agreement_html(view: dict) -> str:
     return _cards(cards)
 
 
+
+
+def rounds_html(rounds: dict) -> str:
+    """Peer instruction's two votes as large figures: who changed their answer, the share on the right answer (or
+    the model's favourite) in each vote, and for words the model's figures before and after."""
+    one, two = rounds["first_figures"], rounds["second_figures"]
+    word = rounds["measured_by"] == "mean_logprob"
+    cards = [("of the students who voted twice changed their answer", f"{rounds['changed']} / {rounds['voted_twice']}"),
+             ("on the model's favourite, first vote → second" if word else "gave the right answer, first vote → second",
+              f"{percent(one['share'])} → {percent(two['share'])}")]
+    if word:
+        def logp(x):
+            return "–" if x is None else f"{x:.2f}"
+
+        def rank(x):
+            return "–" if x is None else f"#{x:,}"
+
+        cards += [("the model's mean log-probability of the class's answers", f"{logp(one['mean_logprob'])} → "
+                   f"{logp(two['mean_logprob'])}"),
+                  ("the model's rank of the class's favourite", f"{rank(one['class_favourite_model_rank'])} → "
+                   f"{rank(two['class_favourite_model_rank'])}")]
+    towards = "the model (its mean log-probability)" if word else "the right answer"
+    cards.append((f"where the class moved: towards or away from {towards}", rounds["moved"] or "–"))
+    return _cards(cards)
+
+
 def _cards(cards: list[tuple[str, str]]) -> str:
     items = "".join(f'<div class="lab-class-card"><div class="lab-class-big">{value}</div><div>{label}</div></div>'
                     for label, value in cards)
     return f'<div class="lab-class-cards">{items}</div>'
 
 
+def rounds_figure(view: dict):
+    """A second vote's chart: the first vote's answers, the second's, and for words the model's probability of
+    each, side by side (the answers of both votes, most given in the second first)."""
+    first = view["rounds"]["first"]
+    counts = [{label: count for label, count, _ in class_rows(v)} for v in (first, view)]
+    labels = list(dict.fromkeys([*counts[1], *counts[0]]))
+    panels = [(f"First vote ({first['total']})", labels, [counts[0].get(a, 0) for a in labels]),
+              (f"Second vote ({view['total']})", labels, [counts[1].get(a, 0) for a in labels])]
+    if view["question"]["kind"] in ("fill_mask", "next_token"):
+        probs = {r["answer"]: r["model_prob"] for r in first["class"] + view["class"]}
+        panels.append((f"The model ({view.get('model', '')}): P(word)", labels, [probs.get(a) or 0.0 for a in labels]))
+    fig = plots.bars_side_by_side(panels, title=plots.safe("The class's two votes" + (
+        " beside the model's probability of their answers" if len(panels) == 3 else "")))
+    fig.update_xaxes(rangemode="tozero")
+    return fig
+
+
 def class_figure(view: dict):
     """The projector's chart: the class's answers (counts) beside the model's probability of the same words;
-    for choices and numbers, the histogram with the right answer in green."""
+    for choices and numbers, the histogram with the right answer in green. A second vote: rounds_figure."""
+    if view.get("rounds"):
+        return rounds_figure(view)
     rows = class_rows(view)
     labels = [label for label, _, _ in rows]
     counts = [count for _, count, _ in rows]
