@@ -155,8 +155,9 @@ def round_figures(view_of_round: dict) -> dict:
 def rounds(first: dict, second: dict, *, voted: int, changed: int) -> dict:
     """Peer instruction's two votes on one question, side by side: `first` (the first vote's whole view), each
     vote's figures (round_figures), how many students voted twice and how many of them changed their answer, and
-    whether the class `moved` "towards" or "away from" the model (words: its mean log-probability of the class's
-    answers) or the right answer (its share), or showed "no change"; None when there is nothing to measure by."""
+    where the class `moved`: "towards", "away" (from the model, by its mean log-probability of the class's answers,
+    for words; from the right answer, by its share, otherwise) or "no change"; None when there is nothing to
+    measure by."""
     one, two = round_figures(first), round_figures(second)
     by = "mean_logprob" if first["question"]["kind"] in WORD_KINDS else "share"
     before, after = one.get(by), two.get(by)

@@ -356,11 +356,11 @@ def rounds_of(question, min_count: int) -> dict | None:
     first = db().question(question.first_round_id)
     if first is None or not first.results or not question.results:
         return None
-    voted, changed = db().changed_answers(first.id, question.id)
+    voted, changed_answer = db().changed_answers(first.id, question.id)
     return results.rounds(
         results.view(question_json(first), json.loads(first.results), json.loads(first.hidden), min_count),
         results.view(question_json(question), json.loads(question.results), json.loads(question.hidden), min_count),
-        voted=voted, changed=changed)
+        voted=voted, changed=changed_answer)
 
 
 def compute_results(question) -> dict:
