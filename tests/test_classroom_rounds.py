@@ -12,24 +12,12 @@ import math
 
 import pytest
 import sqlalchemy as sa
-from conftest import declared_endpoints
+from test_classroom import fresh_store  # noqa: F401  (autouse: each test on its own SQLite file)
 
-from labs.classroom import access, records, scoring, second_vote, sessions
+from labs.classroom import records, scoring, second_vote, sessions
 from labs.classroom import store as stores
 from labs.core.errors import BadInput, LabError
 from labs.core.work import services
-
-
-@pytest.fixture(autouse=True)
-def fresh_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("LAB_CLASS_DB", raising=False)
-    stores.reset()
-    sessions._snapshots.clear()
-    access._failures.clear()
-    services.offer(e for lab in ("fill_mask", "next_token", "part_b") for e in declared_endpoints(lab))
-    yield
-    stores.reset()
 
 
 def answer_all(code: str, given: dict[str, str]) -> None:
