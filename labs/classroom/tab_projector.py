@@ -26,7 +26,7 @@ def build_live() -> tuple[gr.HTML, gr.HTML, gr.Button, gr.Button, gr.Button]:
     with gr.Row(elem_classes=["lab-class-actions"]):
         reveal = gr.Button("Reveal the answers", variant="primary", scale=0, min_width=220, elem_id="lab-class-reveal")
         # Peer instruction: the students discuss with a neighbour, then vote again on the same question.
-        again = gr.Button("Discuss, then vote again", scale=0, min_width=240, elem_id="lab-class-again", visible=False)
+        again = gr.Button("Discuss, then vote again", scale=0, min_width=300, elem_id="lab-class-again", visible=False)
         next_question = gr.Button("Next question", scale=0, min_width=180, elem_id="lab-class-next")
     return question, count, reveal, again, next_question
 
