@@ -16,9 +16,7 @@ def class_round(lecturer_key: str, request=None) -> dict:
     have discussed it: the same question again, its answers kept apart from the first vote's (which stay stored,
     revealed or not). It becomes the current question; each student's page shows their first answer beside the box.
     Its reveal shows both votes (`rounds`)."""
-    session = sessions.session_of_key(lecturer_key, request)
-    if session.closed_at is not None:
-        raise BadInput("This class has ended; start a new one to ask again.")
+    session = sessions.asking_session(lecturer_key, request)
     first = sessions.db().question(session.current_question) if session.current_question else None
     if first is None:
         raise BadInput("There is no current question to vote on again: ask one first.")

@@ -223,17 +223,23 @@ def check_question(kind, text, model, choices, correct, top_k) -> dict:
     return question
 
 
+def asking_session(lecturer_key, request=None):
+    """The session this lecturer key opens, when it may take one more question (a new one, or a second vote)."""
+    session = session_of_key(lecturer_key, request)
+    if session.closed_at is not None:
+        raise BadInput("This class has ended; start a new one to ask again.")
+    if len(db().questions_of(session.id)) >= MAX_QUESTIONS:
+        raise BadInput(f"This class has asked {MAX_QUESTIONS} questions, all it can keep; start a new class.")
+    return session
+
+
 def class_ask(lecturer_key: str, kind: str, text: str, model: str = "", choices: list[str] | str | None = None,
               correct: str = "", top_k: int = DEFAULT_TOP_K, request=None) -> dict:
     """`/class_ask(lecturer_key, kind, text, model, choices)`: a new question, the class's current one. kind is
     fill_mask (a sentence with one blank), next_token (a prompt), choice (2–6 options) or number; `correct`
     (optional) is a choice's or a number's right answer; top_k is how many of the model's own guesses to show."""
-    session = session_of_key(lecturer_key, request)
-    if session.closed_at is not None:
-        raise BadInput("This class has ended; start a new one to ask again.")
+    session = asking_session(lecturer_key, request)
     question = check_question(kind, text, model, choices, correct, top_k)
-    if len(db().questions_of(session.id)) >= MAX_QUESTIONS:
-        raise BadInput(f"This class has asked {MAX_QUESTIONS} questions, all it can keep; start a new class.")
     question_id = db().add_question(session.id, now(), **question)
     changed(session.code)
     return {"question_id": question_id, "code": session.code, **question}

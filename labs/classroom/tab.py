@@ -34,8 +34,8 @@ READ_LINK_KEY_JS = """(unused, state) => { const key = sessionStorage.getItem('l
   sessionStorage.removeItem('lm-lab-lecturer-link'); return [key, state]; }"""
 OPEN_CLASS_TAB_JS = "() => { const tab = document.getElementById('lab-group-class-button'); if (tab) tab.click(); }"
 VIEW = ("start_box", "lecturing", "join_row", "card", "question", "count", "reveal", "again", "next", "ask_box",
-        "min_count",
-        "hide_choice", "agreement", "class_plot", "model_plot", "note", "history", "workbook", "timer", "seen")
+        "min_count", "hide_choice", "agreement", "class_plot", "model_plot", "note", "history", "workbook", "timer",
+        "seen")
 
 
 def as_list(updates: dict) -> list:
