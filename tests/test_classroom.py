@@ -339,7 +339,7 @@ def test_a_failed_reveal_leaves_the_question_open(tiny_models, monkeypatch):
     sessions.class_ask(start["lecturer_key"], "next_token", "Once upon a", tiny_models["causal"])
     sessions.class_answer(start["code"], "student-0001", "time")
 
-    def broken(*args):
+    def broken(*args, **options):
         raise BadInput("the model is not answering")
 
     monkeypatch.setattr(scoring, "model_side", broken)

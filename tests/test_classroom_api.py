@@ -77,13 +77,15 @@ def test_a_hostile_client_never_acts_as_the_lecturer(client, app_server, tiny_mo
     for wrong in (student, code, "", key[:-2], key.upper() if key.upper() != key else key.lower()):
         for name, args in (("/class_ask", dict(kind="number", text="Owned?")), ("/class_reveal", {}),
                            ("/class_export", {}), ("/class_delete", {}), ("/class_close", {}),
-                           ("/class_hide", dict(answer="cat")), ("/class_round", {})):
+                           ("/class_hide", dict(answer="cat")), ("/class_round", {}), ("/class_timer", {}),
+                           ("/class_plan", dict(plan="handout")), ("/class_report", {}), ("/class_next", {})):
             with pytest.raises(AppError, match="Only the lecturer|Too many"):
                 hostile.predict(lecturer_key=wrong, api_name=name, **args)
             attempts += 1
-    assert attempts == 35
+    assert attempts == 55
     overview = client.predict(key, api_name="/class_overview")
     assert overview["history"] == [] and not overview["closed"]  # nothing the hostile client sent was taken
+    assert overview["plan"]["questions"] == []
     with pytest.raises(AppError, match="Too many"):  # 30 failures in a minute: even a right code waits
         hostile.predict(code, api_name="/class_join")
     assert client.predict(code, api_name="/class_join")["student_id"]  # other clients are not affected

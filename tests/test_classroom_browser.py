@@ -119,9 +119,14 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     expect(student.locator("#lab-class-student .lab-class-kind")).to_contain_text("second vote", timeout=SCREEN)
     expect(student.locator("#lab-class-status")).to_contain_text("Your first answer: “mat”", timeout=SCREEN)
     assert answer.input_value() == ""  # a new vote starts from an empty box
+    # A countdown on every screen; the student says how sure they are with one tap.
+    lecturer.get_by_role("button", name="90 s", exact=True).click()
+    for page in (lecturer, student):
+        expect(page.locator(".lab-class-countdown")).to_have_text(re.compile(r"^1:[0-3]\d left$"), timeout=SCREEN)
+    student.locator("#lab-class-sure").get_by_text("sure", exact=True).click()
     answer.fill("floor")
     send.click()
-    expect(student.locator("#lab-class-status")).to_contain_text("Received: “floor”", timeout=SCREEN)
+    expect(student.locator("#lab-class-status")).to_contain_text("Received: “floor” (sure)", timeout=SCREEN)
     for sid, word in zip(classmates, ("mat", "mat", "floor")):  # by hand: three of the four change their answer
         others.predict(code, sid, word, api_name="/class_answer")
     expect(lecturer.locator(".lab-class-number")).to_have_text("4", timeout=SCREEN)
@@ -130,10 +135,18 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     expect(cards).to_contain_text("changed their answer", timeout=SCREEN)
     expect(cards.locator(".lab-class-card").first).to_contain_text("3 / 4")
     expect(lecturer.locator("#lab-class-plot .gtitle")).to_contain_text("two votes", timeout=SCREEN)
+    assert lecturer.locator("#lab-class-plot").bounding_box()["y"] < 720, "both votes' chart on the first screen"
+    assert lecturer.locator(".lab-class-join-line").is_visible()  # the join card folded to one line
+    expect(lecturer.locator("#lab-class-details")).to_contain_text("1 of 4 said how sure they were", timeout=SCREEN)
     shot(lecturer, "classroom-projector-second-vote")
     expect(student.locator(".lab-class-rounds-line")).to_contain_text("3 of the 4 who voted twice changed",
                                                                      timeout=SCREEN)
+    expect(student.locator(".lab-class-yours")).to_contain_text("Your answer “floor” (sure)", timeout=SCREEN)
     assert no_horizontal_scroll(student)
+    hidden = student.evaluate("""() => [...document.querySelectorAll('#lab-class-results table')].filter(t =>
+        t.scrollWidth > t.clientWidth + 1 || t.getBoundingClientRect().right > window.innerWidth).length""")
+    assert hidden == 0, "every column of the student's results on the phone's width"
+    assert student.locator("#lab-class-results thead th", has_text="Model P").first.is_visible()
     shot(student, "classroom-phone-second-vote")
 
 

@@ -153,8 +153,10 @@ def make_version_1(url: str) -> None:
     stores.Store(url).engine.dispose()
     engine = sa.create_engine(url)
     with engine.begin() as c:
-        c.execute(sa.text("ALTER TABLE class_questions DROP COLUMN vote_round"))
-        c.execute(sa.text("ALTER TABLE class_questions DROP COLUMN first_round_id"))
+        for table, column in (("class_questions", "vote_round"), ("class_questions", "first_round_id"),
+                              ("class_questions", "closes_at"), ("class_answers", "confidence"),
+                              ("class_sessions", "plan"), ("class_sessions", "plan_next")):
+            c.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         c.execute(sa.text("UPDATE lab_meta SET value = '1' WHERE key = 'schema_version'"))
         c.execute(sa.text("INSERT INTO class_sessions (code, title, key_hash, created_at, active_at, min_count, "
                           "version) VALUES ('ABCDEF', 'kept', :key, 1, 1, 2, 0)"), {"key": "0" * 64})
@@ -164,20 +166,25 @@ def make_version_1(url: str) -> None:
 
 
 def check_migrated(url: str) -> None:
-    """Opened by this LM Lab: version 2, the kept question a first vote, and a second vote on it can be stored."""
+    """Opened by this LM Lab: version 3, the kept question a first vote without a timer, the kept class without
+    prepared questions; a second vote on it and an answer with its confidence can be stored."""
     store = stores.Store(url)
     try:
-        assert store.schema_version() == stores.SCHEMA_VERSION == 2
+        assert store.schema_version() == stores.SCHEMA_VERSION == 3
         kept = store.question(1)
-        assert (kept.text, kept.vote_round, kept.first_round_id) == ("How many?", 1, None)
+        assert (kept.text, kept.vote_round, kept.first_round_id, kept.closes_at) == ("How many?", 1, None, None)
+        session = store.session_by_code("ABCDEF")
+        assert (session.plan, session.plan_next) == ("[]", 0)
         again = store.add_question(1, 2.0, kind="number", text=kept.text, model="", settings={}, choices=[],
                                    correct=None, first_round=kept)
         assert (store.second_round_of(1).id, store.question(again).number) == (again, 1)
+        store.put_answer(again, "student-0001", "12", "12", 3.0, confidence=3)
+        assert store.confidence_tally(again) == {"12": [0, 0, 1, 0]}
     finally:
         store.engine.dispose()
 
 
-def test_a_class_database_from_before_the_second_vote_is_migrated(tmp_path):
+def test_a_class_database_from_before_the_second_vote_and_the_timer_is_migrated(tmp_path):
     url = f"sqlite:///{tmp_path / 'kept.sqlite3'}"
     make_version_1(url)
     check_migrated(url)

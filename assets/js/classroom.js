@@ -58,3 +58,29 @@
   setInterval(poll, POLL_MS);
   document.addEventListener("visibilitychange", () => { if (!document.hidden) poll(); });
 })();
+
+// The lecturer's timer (labs/classroom/timer.py): every page counts down on its own clock from the seconds left
+// when it drew (labs/classroom/views.countdown_html), so no page depends on the server's clock or on a poll. At
+// zero it says "time is up" and the student's Send button rests (the server refuses a late answer anyway); more
+// time from the lecturer redraws the question with a new count, and the button wakes.
+(function () {
+  function clock(seconds) {
+    const whole = Math.max(0, Math.ceil(seconds));
+    return Math.floor(whole / 60) + ":" + String(whole % 60).padStart(2, "0");
+  }
+
+  function tick() {
+    document.querySelectorAll(".lab-class-countdown[data-left]").forEach((element) => {
+      if (!element.dataset.drawnAt) element.dataset.drawnAt = String(performance.now());
+      const left = parseFloat(element.dataset.left) - (performance.now() - parseFloat(element.dataset.drawnAt)) / 1000;
+      const text = left <= 0 ? "Time is up" : clock(left) + " left";
+      if (element.textContent !== text) element.textContent = text;
+      element.classList.toggle("lab-class-time-up", left <= 0);
+      const send = element.closest("#lab-class-student") && document.querySelector("#lab-class-send");
+      if (send && left <= 0 && !send.disabled) { send.disabled = true; send.dataset.timeUp = "1"; }
+      if (send && left > 0 && send.dataset.timeUp) { send.disabled = false; delete send.dataset.timeUp; }
+    });
+  }
+
+  setInterval(tick, 250);
+})();

@@ -119,3 +119,18 @@ def join_url(base: str, code: str) -> str:
 
 def lecturer_url(base: str, key: str) -> str:
     return f"{base}/?{urlencode({'tab': 'classroom', 'lecturer': key})}"
+
+
+MAX_LINK_CHARS = 500
+
+
+def check_link(link) -> str:
+    """A link to the lab a question comes from: a link of this app ("?tab=…", "/?tab=…") or an http(s) address;
+    shown on the projector as a link, so never anything a browser would run."""
+    link = (link or "").strip() if isinstance(link, str) or link is None else None
+    if link is None or len(link) > MAX_LINK_CHARS or any(c.isspace() or c in "<>\"'`" for c in link):
+        raise BadInput(f"A question's link must be one line of at most {MAX_LINK_CHARS} characters, without spaces "
+                       "or quotes.")
+    if link and not link.startswith(("?", "/?", "https://", "http://")):
+        raise BadInput("A question's link is a link of this app (?tab=…) or an https:// address.")
+    return link

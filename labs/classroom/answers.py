@@ -17,6 +17,10 @@ MAX_OPTION_CHARS = 80  # a multiple-choice option may be a short sentence; the s
 EDGE_PUNCTUATION = ".,;:!?\"'“”‘’«»()[]{}…"
 LETTERS = "ABCDEF"  # a choice may be sent as its letter
 HINTS = {"answer": ": a word or a number"}
+# How sure a student is of an answer, one tap on a 4-step scale (optional; nothing identifies the student).
+CONFIDENCE_LEVELS = ("guessing", "unsure", "fairly sure", "sure")
+CONFIDENCE_BY_WORDS = {**{w: i for i, w in enumerate(CONFIDENCE_LEVELS, 1)},
+                       **{str(i): i for i in range(1, len(CONFIDENCE_LEVELS) + 1)}}
 NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$", re.IGNORECASE)
 
 
@@ -84,6 +88,13 @@ def choice(value, options: list[str]) -> tuple[str, str]:
     return option, key_of(option)
 
 
+def of_kind(kind: str, options: list[str], value) -> tuple[str, str]:
+    """An answer to a question of this kind, as typed and its key: a choice, a number or a word."""
+    if kind == "choice":
+        return choice(value, options)
+    return number(value) if kind == "number" else word(value)
+
+
 def options_of(value) -> list[str]:
     """A multiple-choice question's options: 2 to 6 different ones, each a valid answer. Given as a list or
     as text with one option per line."""
@@ -98,3 +109,14 @@ def options_of(value) -> list[str]:
     if len({key_of(o) for o in options}) < len(options):
         raise BadInput("Two options are the same (case is not counted); make each option different.")
     return options
+
+
+def confidence(value) -> int | None:
+    """How sure the student is: 1 to 4 (or the level's words, "guessing" … "sure"), or None when they did not say."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip().casefold()
+    if not isinstance(value, bool) and text in CONFIDENCE_BY_WORDS:
+        return CONFIDENCE_BY_WORDS[text]
+    levels = ", ".join(f"{i} ({w})" for i, w in enumerate(CONFIDENCE_LEVELS, 1))
+    raise BadInput(f"How sure you are is one of {levels}, or nothing.")

@@ -19,6 +19,7 @@ WORD_KINDS = ("fill_mask", "next_token")
 KINDS = WORD_KINDS + ("choice", "number")
 TOP_OVERLAP = 5
 HISTOGRAM_BINS = 10
+CONFIDENCE_LEVELS = answers.CONFIDENCE_LEVELS
 
 
 def visible(stored: dict, hidden: list[str]) -> list[dict]:
@@ -43,9 +44,11 @@ def view(question: dict, stored: dict, hidden: list[str], min_count: int, *, eve
         if everything or not grouped:
             rows.append({"answer": a["answer"], "count": a["count"], "share": a["count"] / total if total else 0.0,
                          "model_prob": a.get("model_prob"), "model_rank": a.get("model_rank"),
-                         "pieces": a.get("pieces"), **({"grouped": grouped} if everything else {})})
-    out = {"question": question, "total": total, "hidden": sum(a["count"] for a in stored["answers"]) - total, "min_count": min_count,
-           "class": rows, "other": other}
+                         "pieces": a.get("pieces"), "confidence": a.get("confidence"),
+                         "mean_confidence": mean_confidence(a.get("confidence")),
+                         **({"grouped": grouped} if everything else {})})
+    out = {"question": question, "total": total, "hidden": sum(a["count"] for a in stored["answers"]) - total,
+           "min_count": min_count, "class": rows, "other": other, "confidence": confidence(question, shown)}
     if question["kind"] in WORD_KINDS:
         out.update(model=stored.get("model"), source=stored.get("source"), approximation=stored.get("approximation"),
                    model_top=model_top(stored, shown, total), agreement=agreement(stored, shown, total))
@@ -54,11 +57,50 @@ def view(question: dict, stored: dict, hidden: list[str], min_count: int, *, eve
     return out
 
 
+def mean_confidence(levels: list[int] | None) -> float | None:
+    """The mean level (1 guessing … 4 sure) of the students who said how sure they were; None when nobody did."""
+    if not levels or not sum(levels):
+        return None
+    return sum(i * n for i, n in enumerate(levels, 1)) / sum(levels)
+
+
+def confidence(question: dict, shown: list[dict]) -> dict:
+    """The class's confidence in the answers shown: how many said how sure they were at each level, the mean,
+    and for a choice or a number with a right answer the mean of those who were right and of those who were wrong
+    (a calibrated class is surer when it is right)."""
+    levels = [sum((a.get("confidence") or [0] * 4)[i] for a in shown) for i in range(len(CONFIDENCE_LEVELS))]
+    out = {"levels": levels, "answered": sum(levels), "mean": mean_confidence(levels)}
+    if question["kind"] not in WORD_KINDS and question.get("correct") not in (None, ""):
+        right = {a["key"] for a in shown if is_right(question, a["key"])}
+        for name, keep in (("mean_right", lambda a: a["key"] in right), ("mean_wrong", lambda a: a["key"] not in right)):
+            picked = [a.get("confidence") or [0] * 4 for a in shown if keep(a)]
+            out[name] = mean_confidence([sum(c[i] for c in picked) for i in range(len(CONFIDENCE_LEVELS))])
+    return out
+
+
+def is_right(question: dict, key: str) -> bool:
+    """A choice's right option, or a number within 1 % of the right one."""
+    if question["kind"] == "number":
+        right = float(answers.number(question["correct"])[1])
+        return math.isclose(float(key), right, rel_tol=0.01, abs_tol=1e-12)
+    return key == answers.key_of(question["correct"])
+
+
 def model_top(stored: dict, shown: list[dict], total: int) -> list[dict]:
     counts = {a["key"]: a["count"] for a in shown}
-    return [{"answer": t["answer"], "prob": t["prob"], "class_count": counts.get(model_key(t["answer"]), 0),
+    return [{"answer": t["answer"], "prob": t["prob"], "piece": t.get("piece", False), "shown": shown_guess(t),
+             "class_count": counts.get(model_key(t["answer"]), 0),
              "class_share": counts.get(model_key(t["answer"]), 0) / total if total else 0.0}
             for t in stored.get("model_top", [])]
+
+
+def shown_guess(top: dict) -> str:
+    """One of the model's guesses as the class reads it: a word's first piece as "cou…", a word's last piece
+    (WordPiece's "##ing") as "…ing", a whole word as itself."""
+    text = top["answer"].strip() or top["answer"]
+    if text.startswith("##"):
+        return "…" + text[2:]
+    return text + "…" if top.get("piece") else text
 
 
 def agreement(stored: dict, shown: list[dict], total: int) -> dict:
@@ -96,11 +138,7 @@ def right_answer(question: dict, shown: list[dict], total: int) -> dict:
         out.update(median=float(np.median(values)), mean=float(values.mean()))
     if question.get("correct") in (None, ""):
         return out
-    if question["kind"] == "number":
-        right = float(answers.number(question["correct"])[1])
-        close = [a for a in shown if math.isclose(float(a["key"]), right, rel_tol=0.01, abs_tol=1e-12)]
-    else:
-        close = [a for a in shown if a["key"] == answers.key_of(question["correct"])]
+    close = [a for a in shown if is_right(question, a["key"])]
     right_count = sum(a["count"] for a in close)
     out.update(right_count=right_count, right_share=right_count / total if total else 0.0)
     return out

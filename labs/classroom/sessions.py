@@ -28,6 +28,7 @@ from labs.classroom import answers, results, scoring
 from labs.classroom import store as stores
 from labs.classroom.access import (  # noqa: F401  (the endpoints' callers use these names from here)
     Refused,
+    check_link,
     check_not_blocked,
     check_start_allowed,
     clean_code,
@@ -178,14 +179,6 @@ def class_min_count(lecturer_key: str, min_count: int = 2, request=None) -> dict
     return class_overview(lecturer_key, request)
 
 
-def class_next(lecturer_key: str, request=None) -> dict:
-    """`/class_next(lecturer_key)`: between questions; the students wait for the next one (history is kept)."""
-    session = session_of_key(lecturer_key, request)
-    db().update_session(session.id, now(), current_question=None)
-    changed(session.code)
-    return {"code": session.code, "question": None}
-
-
 # ------------------------------------------------------------------ questions
 
 
@@ -194,10 +187,11 @@ def question_json(row) -> dict | None:
         return None
     return {"id": row.id, "number": row.number, "kind": row.kind, "text": row.text, "model": row.model,
             "settings": json.loads(row.settings), "choices": json.loads(row.choices), "correct": row.correct,
-            "revealed": row.revealed_at is not None, "round": row.vote_round, "first_round": row.first_round_id}
+            "revealed": row.revealed_at is not None, "round": row.vote_round, "first_round": row.first_round_id,
+            "closes_in": None if row.closes_at is None or row.revealed_at is not None else round(time_left(row), 1)}
 
 
-def check_question(kind, text, model, choices, correct, top_k) -> dict:
+def check_question(kind, text, model, choices, correct, top_k, link="") -> dict:
     """A question as it is stored, every field checked; a word question's model answers it once now (its
     distribution is then cached, so the reveal is quick) and refuses here what it cannot read."""
     kind = kind if kind in results.KINDS else None
@@ -205,6 +199,7 @@ def check_question(kind, text, model, choices, correct, top_k) -> dict:
         raise BadInput(f"The kind of question must be one of {', '.join(results.KINDS)}.")
     text = check_text(text, "The cat sat on the [MASK].", max_chars=MAX_QUESTION_CHARS, what="question")
     question = {"kind": kind, "text": text, "model": "", "settings": {}, "choices": [], "correct": None}
+    link = check_link(link)
     if kind in results.WORD_KINDS:
         family = "masked" if kind == "fill_mask" else "causal"
         model = model or models.default_name(family)
@@ -220,6 +215,8 @@ def check_question(kind, text, model, choices, correct, top_k) -> dict:
             question["correct"] = answers.choice(correct, question["choices"])[0]
     elif correct not in (None, ""):
         question["correct"] = answers.number(correct)[0]
+    if link:  # the lab the question comes from: the projector links to it
+        question["settings"]["link"] = link
     return question
 
 
@@ -234,12 +231,13 @@ def asking_session(lecturer_key, request=None):
 
 
 def class_ask(lecturer_key: str, kind: str, text: str, model: str = "", choices: list[str] | str | None = None,
-              correct: str = "", top_k: int = DEFAULT_TOP_K, request=None) -> dict:
-    """`/class_ask(lecturer_key, kind, text, model, choices)`: a new question, the class's current one. kind is
-    fill_mask (a sentence with one blank), next_token (a prompt), choice (2–6 options) or number; `correct`
-    (optional) is a choice's or a number's right answer; top_k is how many of the model's own guesses to show."""
+              correct: str = "", top_k: int = DEFAULT_TOP_K, link: str = "", request=None) -> dict:
+    """`/class_ask(lecturer_key, kind, text, model, choices, correct, top_k, link)`: a new question, the class's
+    current one. kind is fill_mask (a sentence with one blank), next_token (a prompt), choice (2–6 options) or
+    number; `correct` (optional) is a choice's or a number's right answer; top_k is how many of the model's own
+    guesses to show; `link` (optional) the lab it comes from (?tab=…)."""
     session = asking_session(lecturer_key, request)
-    question = check_question(kind, text, model, choices, correct, top_k)
+    question = check_question(kind, text, model, choices, correct, top_k, link)
     question_id = db().add_question(session.id, now(), **question)
     changed(session.code)
     return {"question_id": question_id, "code": session.code, **question}
@@ -254,17 +252,19 @@ def check_student(student_id) -> str:
     return student_id
 
 
-def read_answer(question, answer) -> tuple[str, str]:
-    if question.kind == "choice":
-        return answers.choice(answer, json.loads(question.choices))
-    if question.kind == "number":
-        return answers.number(answer)
-    return answers.word(answer)
+def time_left(question) -> float | None:
+    """Seconds until the lecturer's timer closes this question (0 once it has), or None without a timer."""
+    if question is None or question.closes_at is None:
+        return None
+    return max(0.0, question.closes_at - now())
 
 
-def class_answer(code: str, student_id: str, answer: str, request=None) -> dict:
-    """`/class_answer(code, student_id, answer)`: this student's answer to the current question, committed to
-    the database before this returns; sending again replaces it (replaced: true)."""
+def class_answer(code: str, student_id: str, answer: str, confidence: int | str | None = None,
+                 request=None) -> dict:
+    """`/class_answer(code, student_id, answer, confidence)`: this student's answer to the current question,
+    committed to the database before this returns; sending again replaces it (replaced: true). confidence
+    (optional): how sure they are, 1 (guessing) to 4 (sure). After the lecturer's timer ran out: refused, not
+    stored."""
     found = session_of_code(code, request)
     student_id = check_student(student_id)
     question = found.question
@@ -274,10 +274,13 @@ def class_answer(code: str, student_id: str, answer: str, request=None) -> dict:
         raise BadInput("There is no question open right now: wait for the lecturer's next one.")
     if question.revealed_at is not None:
         raise BadInput("The answers to this question are revealed: wait for the lecturer's next question.")
+    if time_left(question) == 0:
+        raise BadInput("Time is up for this question: your answer was not sent. Wait for the lecturer.")
     if found.answers >= MAX_ANSWERS:
         raise BadInput("This question has all the answers it can take.")
-    typed, key = read_answer(question, answer)
-    replaced = db().put_answer(question.id, student_id, typed, key, now())
+    typed, key = answers.of_kind(question.kind, json.loads(question.choices), answer)
+    level = answers.confidence(confidence)
+    replaced = db().put_answer(question.id, student_id, typed, key, now(), confidence=level)
     if not replaced:  # one more answer: this front-end's next look counts it
         changed(found.session.code)
     with _cache_lock:
@@ -285,7 +288,7 @@ def class_answer(code: str, student_id: str, answer: str, request=None) -> dict:
         _touched[found.session.id] = True
     if touch:
         db().touch(found.session.id, now())
-    return {"question_id": question.id, "replaced": replaced, "answer": typed}
+    return {"question_id": question.id, "replaced": replaced, "answer": typed, "confidence": level}
 
 
 def class_state(code: str, student_id: str = "", request=None) -> dict:
@@ -297,14 +300,14 @@ def class_state(code: str, student_id: str = "", request=None) -> dict:
     out = {"code": session.code, "shown_code": shown_code(session.code), "title": session.title,
            "version": session.version, "closed": session.closed_at is not None,
            "question": question_json(question), "answers": found.answers, "revealed": False, "results": None,
-           "your_answer": None, "your_first_answer": None}
+           "your_answer": None, "your_confidence": None, "your_first_answer": None}
     if question is None:
         return out
     mine = None
     if student_id:
         row = db().answer_of(question.id, check_student(student_id))
         if row is not None:
-            out["your_answer"], mine = row.answer, row.answer_key
+            out["your_answer"], out["your_confidence"], mine = row.answer, row.confidence, row.answer_key
         if question.first_round_id is not None:
             first = db().answer_of(question.first_round_id, student_id)
             out["your_first_answer"] = first.answer if first is not None else None
@@ -372,8 +375,9 @@ def rounds_of(question, min_count: int) -> dict | None:
 def compute_results(question) -> dict:
     """Every distinct answer with its count, and for a word question the model's side (scoring)."""
     tally = db().tally(question.id)
-    stored = {"answers": [{"key": key, "answer": form, "count": n} for key, form, n in tally],
-              "revealed_at": now()}
+    sure = db().confidence_tally(question.id)
+    stored = {"answers": [{"key": key, "answer": form, "count": n, "confidence": sure.get(key, [0, 0, 0, 0])}
+                          for key, form, n in tally], "revealed_at": now()}
     if question.kind in results.WORD_KINDS:
         settings = json.loads(question.settings)
         model_side = scoring.score(question.kind, question.text, question.model, settings.get("top_k", DEFAULT_TOP_K),
@@ -422,8 +426,14 @@ def class_overview(lecturer_key: str, request=None) -> dict:
     students, verdicts = db().workbook_counts(session.id)
     return {"code": session.code, "shown_code": shown_code(session.code), "title": session.title,
             "closed": session.closed_at is not None, "min_count": session.min_count, "version": found.session.version,
-            "current": current, "history": history,
+            "current": current, "history": history, "plan": plan_of(session),
             "workbook": {"students": students, "questions": verdicts}}
+
+
+def plan_of(session) -> dict:
+    """The lecture's prepared questions (plans.py), how many are asked, and the next one's position."""
+    plan = json.loads(session.plan or "[]")
+    return {"questions": plan, "next": session.plan_next, "left": max(0, len(plan) - session.plan_next)}
 
 
 def class_count(lecturer_key: str, request=None) -> dict:

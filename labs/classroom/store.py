@@ -26,7 +26,7 @@ from labs.core.errors import LabError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 metadata = sa.MetaData()
 
 meta = sa.Table("lab_meta", metadata,
@@ -44,7 +44,10 @@ sessions = sa.Table(
     sa.Column("closed_at", sa.Float),
     sa.Column("min_count", sa.Integer, nullable=False, default=2),
     sa.Column("current_question", sa.Integer),  # None: between questions
-    sa.Column("version", sa.Integer, nullable=False, default=0))  # +1 on every change students should see
+    sa.Column("version", sa.Integer, nullable=False, default=0),  # +1 on every change students should see
+    # The lecture's questions prepared ahead (JSON list, plans.py) and the position of the next one (version 3).
+    sa.Column("plan", sa.Text, nullable=False, default="[]", server_default="[]"),
+    sa.Column("plan_next", sa.Integer, nullable=False, default=0, server_default="0"))
 
 questions = sa.Table(
     "class_questions", metadata,
@@ -65,7 +68,8 @@ questions = sa.Table(
     # Peer instruction's second vote is a question row of its own (its answers are kept apart from the first's),
     # numbered as the first and pointing at it (schema version 2).
     sa.Column("vote_round", sa.Integer, nullable=False, default=1, server_default="1"),
-    sa.Column("first_round_id", sa.Integer))
+    sa.Column("first_round_id", sa.Integer),
+    sa.Column("closes_at", sa.Float))  # the lecturer's timer: no answer is taken after it (version 3)
 
 answers = sa.Table(
     "class_answers", metadata,
@@ -73,7 +77,8 @@ answers = sa.Table(
     sa.Column("student_id", sa.String(64), primary_key=True),
     sa.Column("answer", sa.String(80), nullable=False),  # as typed (trimmed, one line), or the option chosen
     sa.Column("answer_key", sa.String(80), nullable=False),  # case-folded: what answers are counted by
-    sa.Column("answered_at", sa.Float, nullable=False))
+    sa.Column("answered_at", sa.Float, nullable=False),
+    sa.Column("confidence", sa.Integer))  # how sure the student is, 1 (guessing) to 4 (sure), or None (version 3)
 
 workbook = sa.Table(
     "class_workbook", metadata,
@@ -88,18 +93,29 @@ def _create_v1(connection) -> None:
     metadata.create_all(connection, tables=[sessions, questions, answers, workbook])
 
 
+def _add_columns(connection, table: str, columns: dict[str, str]) -> None:
+    """Each column (name: its SQL type and default) the table does not have yet: a database created at a later
+    version has them already (_create_v1 creates the tables as they are now)."""
+    have = {c["name"] for c in sa.inspect(connection).get_columns(table)}
+    for name, sql in columns.items():
+        if name not in have:
+            connection.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {sql}"))
+
+
 def _add_rounds_v2(connection) -> None:
-    """A question's vote round and its first round's id. A database created at version 2 has them already
-    (_create_v1 creates the tables as they are now); one kept from version 1 gets them, its questions round 1."""
-    have = {c["name"] for c in sa.inspect(connection).get_columns("class_questions")}
-    if "vote_round" not in have:
-        connection.execute(sa.text("ALTER TABLE class_questions ADD COLUMN vote_round INTEGER NOT NULL DEFAULT 1"))
-    if "first_round_id" not in have:
-        connection.execute(sa.text("ALTER TABLE class_questions ADD COLUMN first_round_id INTEGER"))
+    """A question's vote round and its first round's id (a version 1 database's questions are round 1)."""
+    _add_columns(connection, "class_questions", {"vote_round": "INTEGER NOT NULL DEFAULT 1", "first_round_id": "INTEGER"})
+
+
+def _add_confidence_timer_plan_v3(connection) -> None:
+    """A student's confidence in an answer, a question's timer, a class's prepared questions."""
+    _add_columns(connection, "class_answers", {"confidence": "INTEGER"})
+    _add_columns(connection, "class_questions", {"closes_at": "FLOAT"})
+    _add_columns(connection, "class_sessions", {"plan": "TEXT NOT NULL DEFAULT '[]'", "plan_next": "INTEGER NOT NULL DEFAULT 0"})
 
 
 # MIGRATIONS[i] takes a database at version i to version i + 1. A new column is a new function appended here.
-MIGRATIONS = [_create_v1, _add_rounds_v2]
+MIGRATIONS = [_create_v1, _add_rounds_v2, _add_confidence_timer_plan_v3]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -109,6 +125,10 @@ class StoreError(LabError):
 
 class QuestionClosed(LabError):
     """An answer that arrived after its question was revealed."""
+
+
+class TimeUp(QuestionClosed):
+    """An answer that arrived after the lecturer's timer ran out."""
 
 
 def data_dir() -> Path:
@@ -294,19 +314,22 @@ class Store:
 
     # ------------------------------------------------------------------ answers
 
-    def put_answer(self, question_id: int, student_id: str, answer: str, answer_key: str, now: float) -> bool:
+    def put_answer(self, question_id: int, student_id: str, answer: str, answer_key: str, now: float,
+                   confidence: int | None = None) -> bool:
         """Keep this student's answer (replacing their earlier one); True when it replaced one. QuestionClosed
-        once the question is revealed: the check and the write are one transaction, and the reveal's own
-        write waits for answers in flight (PostgreSQL: FOR SHARE on the question; SQLite: one writer), so an
-        answer is either in the reveal's count or refused, never stored and left out."""
-        values = dict(answer=answer, answer_key=answer_key, answered_at=now)
+        once the question is revealed or its timer has run out: the check and the write are one transaction, and
+        the reveal's own write waits for answers in flight (PostgreSQL: FOR SHARE on the question; SQLite: one
+        writer), so an answer is either in the reveal's count or refused, never stored and left out."""
+        values = dict(answer=answer, answer_key=answer_key, answered_at=now, confidence=confidence)
         mine = (answers.c.question_id == question_id) & (answers.c.student_id == student_id)
         with self.writing() as c:
-            state = c.execute(sa.select(questions.c.revealed_at).where(questions.c.id == question_id)
-                              .with_for_update(read=True)).first()
+            state = c.execute(sa.select(questions.c.revealed_at, questions.c.closes_at)
+                              .where(questions.c.id == question_id).with_for_update(read=True)).first()
             if state is None or state.revealed_at is not None:
                 raise QuestionClosed("The answers to this question are revealed: wait for the lecturer's next "
                                      "question.")
+            if state.closes_at is not None and now > state.closes_at:
+                raise TimeUp("Time is up for this question: your answer was not sent. Wait for the lecturer.")
             if c.execute(answers.update().where(mine).values(**values)).rowcount:
                 return True
             try:
@@ -332,6 +355,17 @@ class Store:
         with self.engine.connect() as c:
             voted, changed = c.execute(both).one()
         return voted, int(changed or 0)
+
+    def confidence_tally(self, question_id: int) -> dict[str, list[int]]:
+        """For each distinct answer (its key), how many students gave it at each confidence, 1 to 4."""
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(answers.c.answer_key, answers.c.confidence, sa.func.count())
+                             .where((answers.c.question_id == question_id) & answers.c.confidence.is_not(None))
+                             .group_by(answers.c.answer_key, answers.c.confidence)).all()
+        counts: dict[str, list[int]] = {}
+        for key, level, n in rows:
+            counts.setdefault(key, [0, 0, 0, 0])[int(level) - 1] += n
+        return counts
 
     def count(self, question_id: int) -> int:
         with self.engine.connect() as c:

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import gradio as gr
 from gradio.context import LocalContext
 
-from labs.classroom import records, second_vote, sessions, tab_lecturer, tab_projector, tab_student, views
+from labs.classroom import plans, records, second_vote, sessions, tab_lecturer, tab_projector, tab_student, timer, views
+from labs.classroom.tab_actions import add_to_plan, on_export, on_plan_export, on_report, timer_action
 from labs.core.errors import LabError
 from labs.core.ui import ui
 from labs.core.ui.build import Build
@@ -33,9 +34,9 @@ LECTURING_JS = "(s) => { document.body.classList.toggle('lab-lecturing', !!(s &&
 READ_LINK_KEY_JS = """(unused, state) => { const key = sessionStorage.getItem('lm-lab-lecturer-link') || '';
   sessionStorage.removeItem('lm-lab-lecturer-link'); return [key, state]; }"""
 OPEN_CLASS_TAB_JS = "() => { const tab = document.getElementById('lab-group-class-button'); if (tab) tab.click(); }"
-VIEW = ("start_box", "lecturing", "join_row", "card", "question", "count", "reveal", "again", "next", "ask_box",
-        "min_count", "hide_choice", "agreement", "class_plot", "model_plot", "note", "history", "workbook", "timer",
-        "seen")
+VIEW = ("start_box", "lecturing", "join_row", "card", "question", "count", "reveal", "again", "next", "timer_row",
+        "ask_box", "min_count", "hide_choice", "agreement", "class_plot", "details", "model_plot", "note", "history",
+        "workbook", "plan_table", "timer", "seen")
 
 
 def as_list(updates: dict) -> list:
@@ -46,8 +47,16 @@ def views_of(state: dict | None, overview: dict | None) -> list:
     lecturing = overview is not None
     updates = {"start_box": gr.update(visible=not lecturing), "lecturing": gr.update(visible=lecturing),
                "join_row": gr.update(visible=not lecturing),
-               "card": tab_lecturer.card_html(state) if lecturing else "", **tab_projector.projector_updates(overview)}
+               "card": card(state, overview), **tab_projector.projector_updates(overview)}
     return as_list(updates)
+
+
+def card(state: dict | None, overview: dict | None) -> str:
+    """The join card, folded to one line once the current question has answers (the room looks at the question)."""
+    if overview is None or not state:
+        return ""
+    answered = (overview["current"] or {}).get("answers", 0) > 0
+    return views.join_line(state) if answered else tab_lecturer.card_html(state)
 
 
 def overview_for(state, request) -> list:
@@ -104,12 +113,11 @@ def on_tick(state, seen, request: gr.Request):
         return overview_for(state, request)
     if now["answers"] == seen.get("answers"):
         return [gr.skip()] * (len(VIEW) + 1)
-    return [gr.skip(), *as_list({"count": views.count_html(now["answers"], seen.get("revealed", False)),
-                                 "seen": {**seen, "answers": now["answers"]}})]
-
-
-def on_export(state, request: gr.Request):
-    return records.class_export((state or {}).get("key"), request)["csv"]
+    updates = {"count": views.count_html(now["answers"], seen.get("revealed", False)),
+               "seen": {**seen, "answers": now["answers"]}}
+    if not seen.get("answers") and now["answers"]:  # the first answers: the join card folds to one line
+        updates["card"] = views.join_line(state)
+    return [gr.skip(), *as_list(updates)]
 
 
 def on_delete(state, request: gr.Request):
@@ -140,13 +148,17 @@ def layout() -> SimpleNamespace:
         with gr.Row():
             with gr.Column(scale=3):
                 parts.question, parts.count, parts.reveal, parts.again, parts.next = tab_projector.build_live()
+                (parts.timer_row, parts.timer_presets, parts.seconds, parts.timer_typed, parts.timer_more,
+                 parts.timer_stop) = tab_projector.build_timer()
             with gr.Column(scale=2, min_width=300):
                 parts.card, parts.copy, parts.end = tab_lecturer.build_card()
-        parts.agreement, parts.class_plot, parts.model_plot, parts.note = tab_projector.build_results()
+        parts.agreement, parts.class_plot, parts.details, parts.model_plot, parts.note = tab_projector.build_results()
         (parts.ask_box, parts.preset, parts.source, parts.kind, parts.text, parts.model, parts.choices, parts.correct,
-         parts.top_k, parts.ask) = tab_lecturer.build_ask()
-        (parts.min_count, parts.hide_choice, parts.hide, parts.history, parts.export, parts.export_text,
-         parts.delete, parts.workbook) = tab_projector.build_more()
+         parts.top_k, parts.ask, parts.prepare) = tab_lecturer.build_ask()
+        (parts.plan_box, parts.plan_table, parts.plan_upload, parts.plan_handout, parts.plan_format,
+         parts.plan_export) = tab_lecturer.build_plan()
+        (parts.min_count, parts.hide_choice, parts.hide, parts.history, parts.export, parts.report_html,
+         parts.report_csv, parts.export_text, parts.delete, parts.workbook) = tab_projector.build_more()
     parts.timer, parts.seen = gr.Timer(tab_projector.POLL_SECONDS, active=False), gr.State(None)
     return parts
 
@@ -164,14 +176,27 @@ def build(ctx: Build) -> None:
     ui.wire(parts.start.click, on_start, parts.title, redrawn).then(**lecturing)
     ask_inputs = [parts.kind, parts.text, parts.model, parts.choices, parts.correct, parts.top_k]
     ui.wire(parts.ask.click, acting(sessions.class_ask), [hooks.lecturer, *ask_inputs], redrawn)
-    for button, action in ((parts.reveal, sessions.class_reveal), (parts.again, second_vote.class_round),
-                           (parts.next, sessions.class_next), (parts.end, sessions.class_close)):
+    ui.wire(parts.prepare.click, acting(add_to_plan), [hooks.lecturer, *ask_inputs], redrawn)
+    buttons = [(parts.reveal, sessions.class_reveal), (parts.again, second_vote.class_round),
+               (parts.next, plans.class_next), (parts.end, sessions.class_close),
+               (parts.plan_handout, lambda key, request=None: plans.class_plan(key, plans.HANDOUT, request=request)),
+               (parts.timer_more, timer_action("add", 30)), (parts.timer_stop, timer_action("stop"))]
+    buttons += [(b, timer_action("start", n)) for b, n in zip(parts.timer_presets, timer.PRESET_SECONDS)]
+    for button, action in buttons:
         ui.wire(button.click, acting(action), hooks.lecturer, redrawn)
+    ui.wire(parts.timer_typed.click, acting(timer_action("start")), [hooks.lecturer, parts.seconds], redrawn)
+    ui.wire(parts.plan_upload.upload, acting(lambda key, data, request=None: plans.class_plan(key, data,
+                                                                                            request=request)),
+            [hooks.lecturer, parts.plan_upload], redrawn)
     ui.wire(parts.min_count.release, acting(sessions.class_min_count), [hooks.lecturer, parts.min_count], redrawn)
     ui.wire(parts.hide.click, acting(sessions.class_hide), [hooks.lecturer, parts.hide_choice], redrawn)
     ui.wire(parts.timer.tick, on_tick, [hooks.lecturer, parts.seen], redrawn, queue=False, show_progress="hidden")
-    ui.wire(parts.export.click, on_export, hooks.lecturer, parts.export_text).then(
-        None, parts.export_text, None, js=tab_projector.DOWNLOAD_CSV_JS)
+    for button, handler, inputs in ((parts.export, on_export, hooks.lecturer),
+                                    (parts.report_html, on_report("html"), hooks.lecturer),
+                                    (parts.report_csv, on_report("csv"), hooks.lecturer),
+                                    (parts.plan_export, on_plan_export, [hooks.lecturer, parts.plan_format])):
+        ui.wire(button.click, handler, inputs, parts.export_text).then(None, parts.export_text, None,
+                                                                       js=tab_projector.DOWNLOAD_JS)
     ui.wire(parts.delete.click, on_delete, hooks.lecturer, redrawn).then(**lecturing)
     parts.copy.click(None, hooks.lecturer, None, js=tab_lecturer.COPY_LECTURER_LINK_JS, api_visibility="private")
     panel = ctx.student_panel

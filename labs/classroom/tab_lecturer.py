@@ -7,6 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from labs.classroom import backup, presets, sessions, store, views
+from labs.classroom.tab_projector import PLAN_HEADERS
 from labs.core.models import models
 from labs.core.ui import ui
 
@@ -57,8 +58,29 @@ def build_ask() -> tuple:
             top_k = gr.Slider(1, 20, value=sessions.DEFAULT_TOP_K, step=1, label="The model's top-k to show")
         choices = gr.Textbox(label="Options, one per line (2 to 6)", lines=3, visible=False)
         correct = gr.Textbox(label="The right answer (optional)", visible=False, max_length=80)
-        ask = gr.Button("Ask the class", variant="primary", elem_id="lab-class-ask-button")
-    return ask_box, preset, source, kind, text, model, choices, correct, top_k, ask
+        with gr.Row(elem_classes=["lab-class-actions"]):
+            ask = gr.Button("Ask the class", variant="primary", elem_id="lab-class-ask-button", scale=0, min_width=200)
+            prepare = gr.Button("Add to the prepared questions", scale=0, min_width=280, elem_id="lab-class-prepare")
+    return ask_box, preset, source, kind, text, model, choices, correct, top_k, ask, prepare
+
+
+def build_plan() -> tuple:
+    """The lecture's questions prepared ahead: written here ("Add to the prepared questions") or imported, run in
+    order with "Next", kept as a file between lectures."""
+    with gr.Accordion("The lecture's questions, prepared ahead", open=False, elem_id="lab-class-plan") as box:
+        gr.Markdown("Write them above (“Add to the prepared questions”) or import a file; in class, “Next” asks "
+                    "the next one. Keep the file for next year: CSV holds every kind, Moodle's GIFT and XML hold "
+                    "the choice and number questions (for a Moodle quiz).")
+        table = ui.table(PLAN_HEADERS, "Prepared questions")
+        with gr.Row():
+            upload = gr.File(label="Import a file (CSV, GIFT or Moodle XML): it replaces the list",
+                             file_types=[".csv", ".txt", ".gift", ".xml"], type="binary", scale=2)
+            with gr.Column(scale=1, min_width=240):
+                handout = gr.Button("Use the handout's Part A")
+                export_format = gr.Radio([("CSV", "csv"), ("GIFT", "gift"), ("Moodle XML", "xml")], value="csv",
+                                         label="Download as")
+                export = gr.Button("⬇ Download the questions")
+    return box, table, upload, handout, export_format, export
 
 
 def kind_fields(kind: str) -> tuple:

@@ -32,6 +32,7 @@ class Panel:
     question: gr.HTML
     word: gr.Textbox
     choice: gr.Radio
+    sure: gr.Radio  # how sure the student is (optional, one tap)
     send: gr.Button
     status: gr.Markdown
     results: gr.HTML
@@ -44,7 +45,7 @@ class Panel:
         return [getattr(self, name) for name in VIEW]
 
 
-VIEW = ("column", "head", "question", "word", "choice", "send", "status", "results", "seen")
+VIEW = ("column", "head", "question", "word", "choice", "sure", "send", "status", "results", "seen")
 
 
 def as_list(updates: dict) -> list:
@@ -59,9 +60,12 @@ def status_text(state: dict) -> str:
         return views.status_html("✓ You are in. Waiting for the lecturer's question…")
     if state["revealed"]:
         return views.status_html("The answers are revealed. Wait for the next question.")
+    if question.get("closes_in") == 0:
+        mine = f" Your answer “{ui.esc(state['your_answer'])}” is in." if state["your_answer"] else ""
+        return views.status_html(f"Time is up: answering is closed.{mine} Wait for the lecturer.")
     if state["your_answer"]:
-        return views.status_html(f"✓ Received: “{ui.esc(state['your_answer'])}”. You can change it until the "
-                                 f"lecturer reveals the answers ({state['answers']} so far).")
+        return views.status_html(f"✓ Received: “{ui.esc(state['your_answer'])}”{views.sure_words(state)}. You can "
+                                 f"change it until the lecturer reveals the answers ({state['answers']} so far).")
     if question.get("round") == 2:  # peer instruction: the same question again, after talking it over
         first = state.get("your_first_answer")
         mine = f" Your first answer: “{ui.esc(first)}”." if first else ""
@@ -75,7 +79,8 @@ def view(state: dict, seen) -> dict:
     changed."""
     question = state["question"]
     kind = question["kind"] if question else None
-    open_question = question is not None and not state["revealed"] and not state["closed"]
+    open_question = (question is not None and not state["revealed"] and not state["closed"]
+                     and question.get("closes_in") != 0)
     new_question = not isinstance(seen, dict) or seen.get("question") != (question or {}).get("id")
     updates = {
         "head": f"**Class {ui.md(state['shown_code'])}**" + (f" · {ui.md(state['title'])}" if state["title"] else ""),
@@ -85,9 +90,11 @@ def view(state: dict, seen) -> dict:
         "choice": gr.update(visible=open_question and kind == "choice",
                             choices=question["choices"] if kind == "choice" else [],
                             **({"value": None} if new_question else {})),
+        "sure": gr.update(visible=open_question, **({"value": None} if new_question else {})),
         "send": gr.update(visible=open_question),
         "status": status_text(state),
-        "results": views.student_results(state["results"], state["your_answer"]) if state["revealed"] else "",
+        "results": views.student_results(state["results"], state["your_answer"],
+                                                                     state.get("your_confidence")) if state["revealed"] else "",
         "seen": {"version": state["version"], "question": (question or {}).get("id")},
         "column": gr.update(visible=True),
     }
@@ -96,7 +103,8 @@ def view(state: dict, seen) -> dict:
 
 def refused(message: str) -> dict:
     return {"column": gr.update(visible=True), "head": "**Ask the class**", "question": "",
-            "word": gr.update(visible=False), "choice": gr.update(visible=False), "send": gr.update(visible=False),
+            "word": gr.update(visible=False), "choice": gr.update(visible=False), "sure": gr.update(visible=False),
+            "send": gr.update(visible=False),
             "status": views.status_html(f"⚠️ {ui.esc(message)}"), "results": ""}
 
 
@@ -110,12 +118,14 @@ def build_panel(ctx: Build) -> Panel:
         word = gr.Textbox(label="Your answer", max_lines=1, max_length=answers.MAX_ANSWER_CHARS,
                           elem_id="lab-class-answer", autofocus=False)
         choice = gr.Radio([], label="Your answer", visible=False, elem_id="lab-class-choice")
+        sure = gr.Radio(list(answers.CONFIDENCE_LEVELS), label="How sure are you? (optional)",
+                        elem_id="lab-class-sure")
         send = gr.Button("Send", variant="primary", elem_id="lab-class-send")
         status = gr.HTML(elem_id="lab-class-status")
         results = gr.HTML(elem_id="lab-class-results")
         leave = gr.Button("Leave the class", size="sm", elem_classes=["lab-secondary"])
         refresh = gr.Button("Refresh the class", visible="hidden", elem_id="lab-class-refresh")
-    panel = Panel(column, head, question, word, choice, send, status, results, gr.State(None), gr.State(None),
+    panel = Panel(column, head, question, word, choice, sure, send, status, results, gr.State(None), gr.State(None),
                   refresh)
     outputs = panel.view_outputs()
 
@@ -136,23 +146,24 @@ def build_panel(ctx: Build) -> Panel:
         except LabError as exc:
             return as_list(refused(str(exc)))
 
-    def on_send(page, word, choice, request: gr.Request):
+    def on_send(page, word, choice, sure, request: gr.Request):
         if not page:
             return views.status_html("⚠️ Join a class first.")
         snapshot = sessions.snapshot(page["code"])
         kind = snapshot.question.kind if snapshot and snapshot.question else None
         try:
-            sent = sessions.class_answer(page["code"], page["student"], choice if kind == "choice" else word, request)
+            sent = sessions.class_answer(page["code"], page["student"], choice if kind == "choice" else word, sure,
+                                         request)
         except LabError as exc:
             return views.status_html(f"⚠️ {ui.esc(str(exc))}")
         again = " It replaces your earlier answer." if sent["replaced"] else ""
-        return views.status_html(f"✓ Received: “{ui.esc(sent['answer'])}”.{again} You can change it until the "
-                                 "lecturer reveals the answers.")
+        return views.status_html(f"✓ Received: “{ui.esc(sent['answer'])}”{views.sure_words(sent)}.{again} You can "
+                                 "change it until the lecturer reveals the answers.")
 
     state_inputs = [hooks.membership]
     ui.wire(ctx.demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
     ui.wire(refresh.click, on_refresh, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
-    ui.wire([send.click, word.submit], on_send, [panel.page, word, choice], status, queue=False,
+    ui.wire([send.click, word.submit], on_send, [panel.page, word, choice, sure], status, queue=False,
             show_progress="minimal")  # a row in the database: no queue (labs/classroom/tab.py)
     ui.wire(leave.click, lambda: (None, gr.update(visible=False)), None, [panel.page, column],
             queue=False).then(None, js=LEAVE_JS)

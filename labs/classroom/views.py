@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import segno
 
+from labs.classroom.answers import CONFIDENCE_LEVELS
 from labs.core.ui import plots
 from labs.core.ui.escape import esc
 
@@ -21,6 +22,14 @@ def qr_svg(url: str, scale: int = 8) -> str:
     return segno.make(url, error="m").svg_inline(scale=scale, border=2, dark="#111827", light="#ffffff",
                                                  title="QR code of the class's join link", svgclass="lab-class-qr",
                                                  omitsize=True)  # sized by CSS (its viewBox scales)
+
+
+def join_line(start: dict) -> str:
+    """The join card folded to one line once answers arrive (late-comers still read the code): the room's eyes
+    go to the question and the reveal."""
+    return (f'<div class="lab-class-join-line">Join: <b class="lab-class-code-small" aria-label="Class code '
+            f'{" ".join(start["shown_code"])}">{esc(start["shown_code"])}</b> at <a href="{esc(start["join_url"])}">'
+            f'{esc(start["join_url"])}</a></div>')
 
 
 def join_card(start: dict) -> str:
@@ -48,15 +57,39 @@ def question_html(question: dict | None, *, waiting: str = "Waiting for the lect
         options = f'<ol class="lab-class-options" type="A">{items}</ol>'
     continues = ' <span class="lab-class-continues" aria-label="what comes next?">…</span>' \
         if question["kind"] == "next_token" else ""
-    return (f'<div class="lab-class-question"><div class="lab-class-kind">Question {question["number"]} · '
-            f'{esc(kind_words(question))}</div><div class="lab-class-text">{esc(question["text"])}{continues}'
-            f'</div>{options}</div>')
+    link = question.get("settings", {}).get("link")
+    source = f' · <a href="{esc(link)}" target="_blank" rel="noopener">open it in the lab</a>' if link else ""
+    return (f'<div class="lab-class-question">{countdown_html(question.get("closes_in"))}<div class="lab-class-kind">'
+            f'Question {question["number"]} · {esc(kind_words(question))}{source}</div><div class="lab-class-text">'
+            f'{esc(question["text"])}{continues}</div>{options}</div>')
+
+
+def clock(seconds: float) -> str:
+    whole = max(0, int(seconds + 0.999))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def countdown_html(seconds_left: float | None) -> str:
+    """The lecturer's timer: the seconds left when the page drew; assets/js/classroom.js counts down from there
+    (every page on its own clock, none on the server's) and says "time is up" at zero."""
+    if seconds_left is None:
+        return ""
+    up = seconds_left <= 0
+    return (f'<div class="lab-class-countdown{" lab-class-time-up" if up else ""}" role="timer" '
+            f'data-left="{seconds_left:.1f}">{"Time is up" if up else clock(seconds_left) + " left"}</div>')
+
+
+def sure_words(sent: dict) -> str:
+    """How sure the student said they were, after their answer: " (you are sure)"; nothing when they did not say."""
+    level = sent.get("confidence", sent.get("your_confidence"))
+    return f" ({CONFIDENCE_LEVELS[level - 1]})" if level else ""
 
 
 def count_html(answers: int, revealed: bool) -> str:
     what = "answer" if answers == 1 else "answers"
     state = "revealed" if revealed else "hidden until you reveal them"
-    return (f'<div class="lab-class-count" role="status" aria-live="polite"><span class="lab-class-number">'
+    folded = " lab-class-count-revealed" if revealed else ""  # at the reveal the room looks at the chart
+    return (f'<div class="lab-class-count{folded}" role="status" aria-live="polite"><span class="lab-class-number">'
             f'{answers}</span> {what} <span class="lab-class-note">({state})</span></div>')
 
 
@@ -85,7 +118,7 @@ def bars_html(rows: list[tuple[str, int, str]], total: int, *, mine: str | None 
         own = ' class="lab-class-mine"' if mine is not None and label.casefold() == mine.casefold() else ""
         marker = ' <span class="lab-class-you">(you)</span>' if own else ""
         body.append(f'<tr{own}><th scope="row">{esc(label)}{marker}</th><td><div class="lab-class-bar" '
-                    f'style="width:{width:.1f}%"></div><span>{count}</span></td><td>{esc(note)}</td></tr>')
+                    f'style="width:{0.7 * width:.1f}%"></div><span>{count}</span></td><td>{esc(note)}</td></tr>')
     caption = f"<caption>{esc(caption)}</caption>" if caption else ""
     return (f'<table class="lab-class-bars">{caption}<thead><tr><th scope="col">Answer</th><th scope="col">Students'
             f'</th><th scope="col">{esc(note_header)}</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
@@ -110,14 +143,15 @@ def class_rows(view: dict) -> list[tuple[str, int, str]]:
     return rows
 
 
-def your_line(view: dict, your_answer: str | None) -> str:
+def your_line(view: dict, your_answer: str | None, your_confidence: int | None = None) -> str:
     """Where the student's own answer stood: how many gave it, and the model's probability of it."""
     you = view.get("you")
     if not you:
         return "You did not answer this one." if not your_answer else ""
     others = you["count"] - 1
     company = "nobody else gave it" if others == 0 else f"{others} classmate{'s' if others > 1 else ''} gave it too"
-    line = f"Your answer “{esc(you['answer'])}”: {company} ({percent(you['share'])} of the class)."
+    sure = sure_words({"confidence": your_confidence})
+    line = f"Your answer “{esc(you['answer'])}”{sure}: {company} ({percent(you['share'])} of the class)."
     if you.get("model_prob") is not None:
         line += (f" The model's probability of it: <b>{probability(you['model_prob'])}</b> "
                  f"(rank {you['model_rank']:,}).")
@@ -140,15 +174,15 @@ def rounds_line(view: dict) -> str:
             f'in the second.</p>')
 
 
-def student_results(view: dict, your_answer: str | None) -> str:
+def student_results(view: dict, your_answer: str | None, your_confidence: int | None = None) -> str:
     rows = class_rows(view)
     shown = sum(count for _, count, _ in rows)
     word = bool(view.get("model_top"))
-    parts = [your_line(view, your_answer), rounds_line(view),
+    parts = [your_line(view, your_answer, your_confidence), rounds_line(view),
              bars_html(rows, shown, mine=your_answer, note_header="Model P" if word else "",
                        caption=f"The class's answers ({view['total']})")]
     if word:
-        model = [(t["answer"], t["class_count"], probability(t["prob"])) for t in view["model_top"][:5]]
+        model = [(t.get("shown", t["answer"]), t["class_count"], probability(t["prob"])) for t in view["model_top"][:5]]
         parts.append(bars_html(model, max(view["total"], 1), mine=your_answer, note_header="Model P",
                                caption=f"The model's top {len(model)} ({view.get('model', '')}): how many of you "
                                        "gave each"))
@@ -182,8 +216,6 @@ def agreement_html(view: dict) -> str:
     return _cards(cards)
 
 
-
-
 def rounds_html(rounds: dict) -> str:
     """Peer instruction's two votes as large figures: who changed their answer, the share on the right answer (or
     the model's favourite) in each vote, and for words the model's figures before and after."""
@@ -205,13 +237,42 @@ def rounds_html(rounds: dict) -> str:
                    f"{rank(two['class_favourite_model_rank'])}")]
     towards = "the model (its mean log-probability)" if word else "the right answer"
     cards.append((f"where the class moved: towards or away from {towards}", rounds["moved"] or "–"))
-    return _cards(cards)
+    return _cards(cards, "lab-class-rounds")
 
 
-def _cards(cards: list[tuple[str, str]]) -> str:
+def confidence_label(mean: float | None) -> str:
+    """A mean confidence (1 guessing … 4 sure) in words, with its figure: "fairly sure (3.2 / 4)"."""
+    if mean is None:
+        return "–"
+    return f"{CONFIDENCE_LEVELS[min(3, max(0, round(mean) - 1))]} ({mean:.1f} / 4)"
+
+
+def confidence_html(view: dict) -> str:
+    """How sure the class was: per answer its students' mean confidence (beside the model's probability of it,
+    for words: is the class calibrated? is the model?), and for a right answer how sure the right and the wrong
+    were. Nothing when nobody said how sure they were."""
+    summary = view.get("confidence") or {}
+    if not summary.get("answered"):
+        return ""
+    word = view["question"]["kind"] in ("fill_mask", "next_token")
+    rows = "".join(f'<tr><th scope="row">{esc(r["answer"])}</th><td>{r["count"]}</td>'
+                   f'<td>{confidence_label(r.get("mean_confidence"))}</td>'
+                   + (f'<td>{probability(r["model_prob"])}</td>' if word else "") + "</tr>"
+                   for r in view["class"][:BAR_ROWS] if not r.get("grouped"))
+    head = ('<tr><th scope="col">Answer</th><th scope="col">Students</th><th scope="col">How sure</th>'
+            + ('<th scope="col">Model P</th>' if word else "") + "</tr>")
+    line = f"{summary['answered']} of {view['total']} said how sure they were: on average {confidence_label(summary['mean'])}."
+    if summary.get("mean_right") is not None or summary.get("mean_wrong") is not None:
+        line += (f" Those right: {confidence_label(summary.get('mean_right'))}; those wrong: "
+                 f"{confidence_label(summary.get('mean_wrong'))}.")
+    return (f'<div class="lab-class-confidence"><p>{line}</p><table class="lab-class-sure"><thead>{head}</thead>'
+            f'<tbody>{rows}</tbody></table></div>')
+
+
+def _cards(cards: list[tuple[str, str]], kind: str = "") -> str:
     items = "".join(f'<div class="lab-class-card"><div class="lab-class-big">{value}</div><div>{label}</div></div>'
                     for label, value in cards)
-    return f'<div class="lab-class-cards">{items}</div>'
+    return f'<div class="lab-class-cards {kind}">{items}</div>'
 
 
 def rounds_figure(view: dict):
@@ -256,7 +317,7 @@ def class_figure(view: dict):
 def model_figure(view: dict):
     """The model's own top-k beside the class's share of each."""
     top = view.get("model_top") or []
-    labels = [t["answer"] for t in top]
+    labels = [t.get("shown", t["answer"]) for t in top]
     fig = plots.bars_side_by_side([(f"The model's top {len(top)}: P(word)", labels, [t["prob"] for t in top]),
                                    ("The class's share of each", labels, [t["class_share"] for t in top])],
                                   title=plots.safe("The model's own guesses beside the class's"))

@@ -14,6 +14,7 @@ the tokens; for a longer word, where its probability would stand among them."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -33,10 +34,12 @@ CAUSAL_RULE = ("Exact, by the chain rule: a word of several tokens has the produ
 
 @dataclass(frozen=True)
 class TokenProb:
-    """One of the model's own most likely tokens."""
+    """One of the model's own most likely tokens; `piece` when it is the start of a longer word (the model goes
+    on with the same word after it: "cou" of "couch") or the end of one ("##ing")."""
     token: str
     token_id: int
     prob: float
+    piece: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,32 @@ def word_ids(loaded: models.LoadedModel, word: str, space: str) -> list[int]:
     return ids
 
 
-def _top(log_probs: np.ndarray, k: int, token_text) -> tuple[TokenProb, ...]:
-    return tuple(TokenProb(token_text(i), int(i), float(math.exp(lp))) for i, lp in lm.top_k(log_probs, k))
+def _top(log_probs: np.ndarray, k: int, token_text, pieces=None) -> tuple[TokenProb, ...]:
+    top = lm.top_k(log_probs, k)
+    piece = pieces([int(i) for i, _ in top]) if pieces else [False] * len(top)
+    return tuple(TokenProb(token_text(i), int(i), float(math.exp(lp)), p) for (i, lp), p in zip(top, piece))
+
+
+@functools.lru_cache(maxsize=8)
+def _starts_a_word(tokenizer) -> np.ndarray:
+    """For each token of a byte-level BPE vocabulary: does it begin a new word (a space, a line break, or
+    punctuation first) rather than go on with the word before it?"""
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    return np.array([not t or t[0] in "ĠĊĉ▁ " or not t[0].isalnum() for t in tokens])
+
+
+def continued(loaded: models.LoadedModel, prompt_ids: list[int], token_ids: list[int]) -> list[bool]:
+    """For each of the model's next tokens after the prompt: is it a word's first piece, i.e. does the model,
+    given it, put more than half its probability on a token that goes on with the same word? One batch."""
+    starts = _starts_a_word(loaded.tokenizer)
+    rows = [tuple(prompt_ids + [t]) for t in token_ids]
+    logits = lm.submit_many(loaded, "next", rows, [len(r) for r in rows])
+    out = []
+    for token, row in zip(token_ids, logits):
+        probs = np.exp(log_softmax(row))
+        word_like = loaded.tokenizer.convert_ids_to_tokens([token])[0].lstrip("Ġ▁ ").isalpha()
+        out.append(bool(word_like and probs[~starts[:len(probs)]].sum() > 0.5))
+    return out
 
 
 def _scored(loaded: models.LoadedModel, word: str, ids: list[int], log_p: float, log_probs) -> WordScore:
@@ -139,13 +166,16 @@ def at_blank(loaded: models.LoadedModel, text: str, words: list[str], top_k: int
     longer = _masked_piece_logprobs(loaded, ids, blank, [p if len(p) > 1 else [] for p in pieces])
     scores = tuple(_scored(loaded, word, p, float(log_probs[p[0]]) if len(p) == 1 else float(sum(logps)), log_probs)
                    for word, p, logps in zip(words, pieces, longer))
-    top = _top(log_probs, top_k, lambda i: loaded.tokenizer.decode([int(i)]).strip())
+    top = _top(log_probs, top_k, lambda i: loaded.tokenizer.decode([int(i)]).strip(),
+               lambda ids: [t.startswith("##") for t in loaded.tokenizer.convert_ids_to_tokens(ids)])
     return WordScores(loaded.name, loaded.source, int(log_probs.shape[0]), MASKED_APPROXIMATION, top, scores)
 
 
-def next_word(loaded: models.LoadedModel, prompt: str, words: list[str], top_k: int) -> WordScores:
+def next_word(loaded: models.LoadedModel, prompt: str, words: list[str], top_k: int,
+              pieces: bool = False) -> WordScores:
     """A causal LM after the prompt: its top_k next tokens (Next token's own figures, at temperature 1) and each
-    word's probability as what comes next, by the chain rule."""
+    word's probability as what comes next, by the chain rule. With pieces: which top tokens start a longer word
+    (one more batched pass: `continued`)."""
     prompt_ids, _ = lm.causal_ids(loaded, prompt, MAX_PROMPT_TOKENS)
     log_probs = log_softmax(lm.next_token_logits(loaded, prompt_ids))
     space = "" if prompt[-1:].isspace() else " "
@@ -160,5 +190,6 @@ def next_word(loaded: models.LoadedModel, prompt: str, words: list[str], top_k: 
         if i in rests:  # log P(t_2 … t_k | prompt, t_1): the teacher-forced pass's last k - 1 values
             log_p += float(np.sum(rests[i][len(prompt_ids):], dtype=np.float64))
         scores.append(_scored(loaded, word, cont, log_p, log_probs))
-    top = _top(log_probs, top_k, lambda i: loaded.tokenizer.decode([int(i)]))
+    top = _top(log_probs, top_k, lambda i: loaded.tokenizer.decode([int(i)]),
+               lambda ids: continued(loaded, prompt_ids, ids) if pieces else [False] * len(ids))
     return WordScores(loaded.name, loaded.source, int(log_probs.shape[0]), CAUSAL_RULE, top, tuple(scores))
