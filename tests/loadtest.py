@@ -14,6 +14,7 @@ Not a unit test: these machines are noisy, so it prints figures instead of asser
     python -m tests.loadtest --heavy                  # a class pressing the heaviest buttons (tests/loadtest_heavy.py)
     python -m tests.loadtest --class 100              # Ask the class: 100 students answer one question at once, the
                                                       # projector counts, the lecturer reveals (tests/loadtest_class.py)
+    python -m tests.loadtest --class 100 --rounds 2   # ... then vote again on it (peer instruction's second vote)
     python -m tests.loadtest --backend both --clients 50 --only fill_mask,next_token   # embedded, then Ray
                                                       # (LAB_RAY_ADDRESS=local: Ray Serve and Ray tasks; --heavy too)
 """
@@ -467,6 +468,8 @@ def main() -> int:
                                                                   "finished by then are counted as unfinished")
     parser.add_argument("--class", dest="class_size", default="", help="Ask the class: this many students answer "
                                                                         "one question at once (tests/loadtest_class.py)")
+    parser.add_argument("--rounds", type=int, choices=(1, 2), default=1,
+                        help="--class: 2 adds peer instruction's second vote (every student answers again)")
     parser.add_argument("--class-poll", choices=("version", "state"), default="version",
                         help="--class: how a waiting page looks for the reveal: GET /class/version, redrawing on a "
                              "change (the page now), or the whole /class_state every 3 s (the page before)")

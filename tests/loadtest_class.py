@@ -1,16 +1,21 @@
 """A class at once (`python -m tests.loadtest --class 100`): a lecturer starts a class and asks the lecture's
 fill-in-the-blank question on a bert-base-sized model; 100 students join and their pages show the question (each
 page's first look at GET /class/version redraws it through `/class_state`, as assets/js/classroom.js does); then
-all answer within three seconds (many the same word, some their own, some words of several pieces) while their
-pages go on asking every 3 s whether the class moved on and the projector counts every second; 50 other students
-press Fill in the blank during the same seconds. Then the lecturer reveals. Prints: answers stored / sent, each
-answer's time (p50, p95, max), how long until the projector's count was current after the last answer, the
-reveal's time, /fill_mask's p95 with the class beside /fill_mask alone in the same run, and the CPU seconds of
-the server and of the simulated students over the answering window.
+all answer within three seconds (many the same word, some their own, some words of several pieces, each with how
+sure they are) while their pages go on asking every 2.5 s (poll_route.POLL_SECONDS) whether the class moved on
+and the projector counts every second; 50 other students press Fill in the blank during the same seconds. With
+`--rounds 2`, peer instruction's second vote follows: the lecturer opens it, every page finds it by itself
+(through /class/version), a third of the class changes its answer. Then the lecturer reveals (both votes).
+
+Prints: answers stored / sent, each answer's time (p50, p95, max), how long until the projector's count was
+current after the last answer, the second vote's time to every phone, the reveal's time, /fill_mask's p95 with
+the class beside /fill_mask alone in the same run, and the CPU seconds of the server and of the simulated students
+over the answering window.
 
 The simulated students share the server's two cores at a lower priority (os.nice), as phones would not share
-them at all. A phone sends the class's actions (`queue=False` events) as the page's Gradio JS client does: one POST
-to `/gradio_api/run/<name>` each (its bundle posts a dependency with `queue: false` to `${root}/run/...`);
+them at all. A phone sends its answers as the page's Send does (one POST of JSON to `/class/answer`), its other class
+actions (`queue=False` events) as the page's Gradio JS client does: one POST to `/gradio_api/run/<name>` each (its
+bundle posts a dependency with `queue: false` to `${root}/run/...`);
 `--class-via client` sends them through gradio_client instead, which always takes the queue's way (a join, then
 an event stream): heavier for both sides, and what a script using the API does."""
 
@@ -24,6 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from labs.classroom.poll_route import POLL_SECONDS
 from tests import fullsize
 from tests.loadtest import ROOT, WORK, clients, run_load, start, stop
 
@@ -47,8 +53,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class PagePost:
-    """A phone's page: the class's actions, each one POST to /gradio_api/run/<name> on one kept-alive
-    connection, as Gradio's JS client sends an event that skips the queue."""
+    """A phone's page: the class's actions, each one POST on one kept-alive connection: the answer to /class/answer
+    (labs/classroom/poll_route.py) as the page's Send does, the others to /gradio_api/run/<name>, as Gradio's JS
+    client sends an event that skips the queue."""
 
     def __init__(self, url: str):
         import httpx
@@ -57,6 +64,13 @@ class PagePost:
         self.http = httpx.Client(base_url=url, timeout=30, verify=False)
 
     def predict(self, *data, api_name: str):
+        if api_name == "/class_answer":  # the page's Send: one POST of JSON (assets/js/classroom.js)
+            code, student_id, answer, confidence = data
+            response = self.http.post("/class/answer", json={"code": code, "student_id": student_id,
+                                                              "answer": answer, "confidence": confidence})
+            if response.status_code != 200:
+                raise RuntimeError(response.json().get("error") or response.text[:200])
+            return response.json()
         response = self.http.post(f"/gradio_api/run/{api_name.lstrip('/')}", json={"data": list(data)})
         body = response.json()
         if response.status_code != 200 or "data" not in body:
@@ -88,29 +102,31 @@ def main_class(args) -> int:
         alone = run_load(url, "fill_mask", lambda i: (f"The [MASK] sat alone in room number {i}.", bert.name, 5), 50)
         start_ = lecturer.predict("Load test", api_name="/class_start")
         key, code = start_["lecturer_key"], start_["code"]
-        lecturer.predict(lecturer_key=key, kind="fill_mask", text=QUESTION, model=bert.name, top_k=10,
-                         api_name="/class_ask")
+        first = lecturer.predict(lecturer_key=key, kind="fill_mask", text=QUESTION, model=bert.name, top_k=10,
+                                 api_name="/class_ask")["question_id"]
         students = clients(url, n) if args.class_via == "client" else [PagePost(url) for _ in range(n)]
         projector_page = lecturer if args.class_via == "client" else PagePost(url)
         others = clients(url, 50)  # made now: a page's browser reads the app's config once, before the lecture
         with ThreadPoolExecutor(16) as pool:
             ids = list(pool.map(lambda c: c.predict(code, api_name="/class_join")["student_id"], students))
         given = answers_for(n, rng)
-        acked: list = [None] * n
         stop_polling = threading.Event()
-        counts: list[tuple[float, int]] = []
+        counts: list[tuple[float, int, int]] = []  # (when, the current question's id, its count)
+        seen_at: list[dict] = [{} for _ in range(n)]  # each page: question id -> when it first showed it
+        beats = random.Random(1)
 
         def projector() -> None:  # the projector's page: the count, every second
             while not stop_polling.is_set():
                 try:
-                    counts.append((time.perf_counter(), projector_page.predict(key, api_name="/class_count")["answers"]))
+                    now = projector_page.predict(key, api_name="/class_count")
+                    counts.append((time.perf_counter(), now["question_id"], now["answers"]))
                 except Exception as exc:  # noted, and the page goes on looking
                     print(f"  projector: {str(exc)[:120]}", flush=True)
                 stop_polling.wait(1.0)
 
         shown = threading.Barrier(n + 1)  # every page has drawn the question once
 
-        # A student's page: it shows the question, then asks every 3 s whether the class moved on (redrawn if so).
+        # A student's page: it shows the question, then asks every few seconds whether the class moved on (redrawn if so).
         def page(i: int) -> None:
             seen = None
             # verify=False: plain HTTP on 127.0.0.1, and a verifying client loads the CA bundle (see clients()):
@@ -123,68 +139,108 @@ def main_class(args) -> int:
                                    if args.class_poll == "version" else None)
                         if version != seen or version is None:
                             seen = version
-                            students[i].predict(code, ids[i], api_name="/class_state")
+                            state = students[i].predict(code, ids[i], api_name="/class_state")
+                            if state["question"]:
+                                seen_at[i].setdefault(state["question"]["id"], time.perf_counter())
                     except Exception as exc:  # noted, and the page goes on looking
                         print(f"  page {i}: {str(exc)[:120]}", flush=True)
 
                 look()
                 shown.wait()
-                while not stop_polling.wait(3.0):
+                # Phones opened the page at different moments: each asks on its own beat.
+                if not stop_polling.wait(POLL_SECONDS * beats.random()):
                     look()
+                    while not stop_polling.wait(POLL_SECONDS):
+                        look()
 
-        def student(i: int, barrier: threading.Barrier) -> None:
+        def answer_round(answers: list[str], beside_load: bool, question_id: int):
+            """Every student answers (with how sure they are) within three seconds; 50 /fill_mask beside it."""
+            acked: list = [None] * n
+            barrier = threading.Barrier(n + 1)
+
+            def student(i: int) -> None:
+                barrier.wait()
+                time.sleep(3.0 * (i / n))  # everybody within three seconds
+                sent = time.perf_counter()
+                try:
+                    students[i].predict(code, ids[i], answers[i], 1 + i % 4, api_name="/class_answer")
+                    acked[i] = (sent, time.perf_counter(), None)
+                except Exception as exc:  # counted, not raised
+                    acked[i] = (sent, time.perf_counter(), str(exc))
+
+            threads = [threading.Thread(target=student, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            cpu_before, harness_before = server.cpu_times(), time.process_time()  # as tests/loadtest.py
             barrier.wait()
-            time.sleep(3.0 * (i / n))  # everybody within three seconds
-            sent = time.perf_counter()
-            try:
-                students[i].predict(code, ids[i], given[i], api_name="/class_answer")
-                acked[i] = (sent, time.perf_counter(), None)
-            except Exception as exc:  # counted, not raised
-                acked[i] = (sent, time.perf_counter(), str(exc))
+            beside = None
+            if beside_load:
+                time.sleep(1.0)  # a second into the answers, 50 others press Fill in the blank
+                beside = run_load(url, "fill_mask", lambda i: (f"The [MASK] sat beside the class in room {i}.",
+                                                               bert.name, 5), 50, others)
+            for t in threads:
+                t.join()
+            cpu_after, harness = server.cpu_times(), time.process_time() - harness_before
+            ok = [a for a in acked if a[2] is None]
+            deadline = time.time() + 30
+            while not any(q == question_id and c >= len(ok) for _, q, c in counts) and time.time() < deadline:
+                time.sleep(0.05)
+            last_ack = max(a[1] for a in acked)
+            current_at = next((t for t, q, c in counts if q == question_id and c >= len(ok)), float("nan"))
+            cpu = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+            return acked, ok, beside, current_at - last_ack, cpu, harness
 
-        barrier = threading.Barrier(n + 1)
         threads = [threading.Thread(target=projector)] + [threading.Thread(target=page, args=(i,)) for i in range(n)]
-        threads += [threading.Thread(target=student, args=(i, barrier)) for i in range(n)]
         for t in threads:
             t.start()
         shown.wait()  # a student answers a question their page has shown (each page's first look redraws it)
-        cpu_before, harness_before = server.cpu_times(), time.process_time()  # as tests/loadtest.py
-        barrier.wait()
-        time.sleep(1.0)  # a second into the answers, 50 others press Fill in the blank
-        beside = run_load(url, "fill_mask", lambda i: (f"The [MASK] sat beside the class in room {i}.", bert.name, 5),
-                          50, others)
-        for t in threads[1 + n:]:
-            t.join()
-        last_ack = max(a[1] for a in acked)
-        ok = [a for a in acked if a[2] is None]
-        deadline = time.time() + 30
-        while not any(c >= len(ok) for _, c in counts) and time.time() < deadline:
-            time.sleep(0.05)
-        current_at = next((t for t, c in counts if c >= len(ok)), float("nan"))
+        rounds = []
+        acked, ok, beside, lag, cpu, harness = answer_round(given, True, first)
+        rounds.append((acked, ok, lag))
+        reach = None
+        if args.rounds == 2:  # discuss, then vote again: a third of the class changes its answer
+            opened_at = time.perf_counter()
+            second = lecturer.predict(key, api_name="/class_round")["question_id"]
+            deadline = time.time() + 30
+            while sum(second in s for s in seen_at) < n and time.time() < deadline:
+                time.sleep(0.05)
+            reach = [s[second] - opened_at for s in seen_at if second in s]
+            again = [rng.choice(["mat", "floor", "couch"]) if i % 3 == 0 else a for i, a in enumerate(given)]
+            acked2, ok2, _, lag2, _, _ = answer_round(again, False, second)
+            rounds.append((acked2, ok2, lag2))
         stop_polling.set()
-        for t in threads[:1 + n]:
+        for t in threads:
             t.join()
-        cpu_after, harness = server.cpu_times(), time.process_time() - harness_before
         revealed_at = time.perf_counter()
         reveal = lecturer.predict(key, api_name="/class_reveal")
         reveal_s = time.perf_counter() - revealed_at
-        stored = lecturer.predict(key, api_name="/class_overview")["current"]["answers"]
+        history = lecturer.predict(key, api_name="/class_overview")["history"]
+        stored = sum(q["answers"] for q in history)
+        acked = [a for r in rounds for a in r[0]]
+        ok = [a for r in rounds for a in r[1]]
+        sent_all = n * len(rounds)
         latencies = [a[1] - a[0] for a in ok]
         errors = [a[2] for a in acked if a[2]]
-        cpu = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
         polling = "asking /class/version" if args.class_poll == "version" else "redrawing /class_state"
-        via = "one POST to /gradio_api/run/<name> each, as a page" if args.class_via == "page" else "gradio_client"
+        via = ("a page's: answers one POST to /class/answer, the rest to /gradio_api/run/<name>"
+               if args.class_via == "page" else "gradio_client")
         print(f"\nA class of {n}: one fill-in-the-blank question on {bert.name}, every answer within 3 s, pages "
-              f"{polling} every 3 s, the projector /class_count every 1 s; 50 /fill_mask beside it. The class's "
+              f"{polling} every {POLL_SECONDS:g} s, the projector /class_count every 1 s; 50 /fill_mask beside it. "
+              f"The class's "
               f"actions sent by {via}.\n")
         print("| what | figure |\n|---|---|")
-        print(f"| answers stored / sent | {stored} / {n} (acknowledged {len(ok)}, refused {len(errors)}) |")
+        print(f"| answers stored / sent ({len(rounds)} vote{'s' if len(rounds) > 1 else ''}) | {stored} / {sent_all} "
+              f"(acknowledged {len(ok)}, refused {len(errors)}) |")
         print(f"| an answer: p50 / p95 / max | {statistics.median(latencies):.2f} / {percentile(latencies, .95):.2f} / "
               f"{max(latencies):.2f} s |")
-        lag = current_at - last_ack  # below 0: the count was current before the last student had heard back
-        print(f"| the projector's count current after the last answer | "
-              f"{f'{lag:.2f} s' if lag >= 0 else f'at once (before the last acknowledgement, by {-lag:.2f} s)'} |")
-        print(f"| the reveal ({len(reveal['class'])} distinct answers scored) | {reveal_s:.2f} s |")
+        for number, (_, _, lag) in enumerate(rounds, 1):  # below 0: current before the last acknowledgement
+            print(f"| vote {number}: the projector's count current after the last answer | "
+                  f"{f'{lag:.2f} s' if lag >= 0 else f'at once (before the last acknowledgement, by {-lag:.2f} s)'} |")
+        if reach is not None:
+            print(f"| the second vote on every phone (pages asking every {POLL_SECONDS:g} s): p50 / max | "
+                  f"{statistics.median(reach):.2f} / {max(reach):.2f} s ({len(reach)} of {n} pages) |")
+        what = "both votes" if len(rounds) > 1 else f"{len(reveal['class'])} distinct answers scored"
+        print(f"| the reveal ({what}) | {reveal_s:.2f} s |")
         print(f"| /fill_mask x50 alone: p95 | {percentile(alone.latencies, .95):.2f} s |")
         print(f"| /fill_mask x50 while the class answers: p95 | {percentile(beside.latencies, .95):.2f} s "
               f"(rejected {beside.rejected}, failed {beside.failed}) |")
@@ -194,7 +250,7 @@ def main_class(args) -> int:
               f"#{reveal['agreement']['class_favourite_model_rank']} |")
         if errors:
             print(f"\nrefused, e.g.: {errors[0][:200]}")
-        return 0 if stored == n and not errors else 1
+        return 0 if stored == sent_all and not errors else 1
     except BaseException:
         print((WORK / "app.log").read_text(errors="replace")[-4000:], flush=True)
         raise

@@ -8,6 +8,7 @@ batcher, the Ray Serve replicas and streaming generation all call it."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -384,3 +385,27 @@ def test_one_bad_request_among_many_fails_alone(client, tiny_models):
     assert all(r["masks"][0]["predictions"] for r in results)
     with pytest.raises(AppError, match="no model called"):
         bad.result(timeout=120)
+
+
+def thread_nice(thread_id: int) -> int:
+    """A thread's niceness as Linux reports it (/proc: the 19th field of its stat line)."""
+    with open(f"/proc/self/task/{thread_id}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[16])
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority") or not os.path.isdir("/proc/self/task"), reason="Linux only")
+def test_a_batch_runs_below_the_threads_that_answer_requests_and_gives_the_same_result():
+    """A class's answers and polls (a millisecond each) go before a model's batch on shared cores: the batch worker,
+    and the intra-op threads torch starts for it, run batching.COMPUTE_NICE steps lower; the caller keeps its own
+    priority, and the batch's numbers are the same as the caller's own."""
+    seen = {}
+
+    def run(items):
+        seen["thread"] = threading.get_native_id()
+        return [torch.ones(200, 200).matmul(torch.full((200, 200), float(x))).sum().item() for x in items]
+
+    b = batching.Batcher("nice", run, batching.ResultCache(10**6))
+    mine = thread_nice(threading.get_native_id())
+    assert b.submit(3, 3) == torch.ones(200, 200).matmul(torch.full((200, 200), 3.0)).sum().item()
+    assert thread_nice(seen["thread"]) == min(19, mine + batching.COMPUTE_NICE)
+    assert thread_nice(threading.get_native_id()) == mine

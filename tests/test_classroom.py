@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,6 +152,8 @@ def test_one_answer_per_student_sending_again_replaces_it():
     first = sessions.class_answer(start["code"], student, "3")
     again = sessions.class_answer(start["code"], student, "4")
     assert (first["replaced"], again["replaced"]) == (False, True)
+    assert sessions.class_count(start["lecturer_key"])["answers"] == 1  # the projector's count: at once
+    sessions._snapshots.clear()  # a page's count may be a second behind (sessions.SNAPSHOT_SECONDS)
     state = sessions.class_state(start["code"], student)
     assert state["answers"] == 1 and state["your_answer"] == "4" and state["revealed"] is False
     assert state["results"] is None  # nothing about the others before the reveal
@@ -356,3 +359,14 @@ def test_results_view_groups_and_counts():
     shown = results.view(question, stored, [], 1)
     assert sum(h["count"] for h in shown["histogram"]) == 12 and len(shown["histogram"]) == results.HISTOGRAM_BINS
     assert shown["agreement"]["right_count"] == 2  # 100 and 99.5 (within 1 %)
+
+
+def test_a_waiting_page_asks_as_often_as_the_load_test_measured():
+    """assets/js/classroom.js asks /class/version on poll_route.POLL_SECONDS' beat (the figure tests/loadtest_class.py
+    measures a second vote's way to every phone with)."""
+    import re
+
+    from labs.classroom import poll_route
+
+    script = (Path(__file__).parents[1] / "assets" / "js" / "classroom.js").read_text()
+    assert int(re.search(r"const POLL_MS = (\d+);", script).group(1)) == poll_route.POLL_SECONDS * 1000

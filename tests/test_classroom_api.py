@@ -140,6 +140,53 @@ def test_the_poll_route_says_when_the_class_moved_on(client, app_server):
     assert get_version(url, code)[0] == 200  # other networks are not affected
 
 
+def post_answer(url: str, body, client_address: str = "198.51.100.41") -> tuple:
+    """POST /class/answer as a student's page sends its Send: (status, JSON)."""
+    import json
+    import urllib.error
+
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url.rstrip('/')}/class/answer", data=data, method="POST",
+                                     headers={"Content-Type": "application/json", "X-Forwarded-For": client_address})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_the_pages_answer_route_stores_what_class_answer_stores_and_refuses_what_it_refuses(client, app_server):
+    """A phone's Send is one POST (not a Gradio event): the answer is stored before the reply, with its confidence,
+    exactly as /class_answer stores it; every refusal is /class_answer's message with a status a page can act on."""
+    url = app_server["url"]
+    start = start_class(client)
+    key, code = start["lecturer_key"], start["code"]
+    question = ask(client, key, "choice", "Which model reads both sides of a blank?", choices="BERT\nGPT-2",
+                   correct="BERT")
+    student = client.predict(code, api_name="/class_join")["student_id"]
+    status, got = post_answer(url, {"code": code, "student_id": student, "answer": "b", "confidence": "sure"})
+    assert (status, got) == (200, {"question_id": question["question_id"], "replaced": False, "answer": "GPT-2",
+                                   "confidence": 4})
+    assert client.predict(code, student, api_name="/class_state")["your_answer"] == "GPT-2"
+    again = client.predict(code, student, "A", 2, api_name="/class_answer")  # the endpoint: the same answer
+    assert (again["replaced"], again["answer"], again["confidence"]) == (True, "BERT", 2)
+    for body, expected, message in (
+            (b"not json", 400, "Send JSON"), (b"x" * 5000, 413, "at most 40"),
+            ({"code": code, "student_id": "?", "answer": "A"}, 400, "student id"),
+            ({"code": code, "student_id": student, "answer": "Z"}, 400, "Pick one of the options"),
+            ({"code": code, "student_id": student, "answer": "A", "confidence": 9}, 400, "How sure"),
+            ({"code": "ZZZ999" if code != "ZZZ999" else "YYY888", "student_id": student, "answer": "A"}, 404,
+             "no class")):
+        status, got = post_answer(url, body)
+        assert status == expected and message in got["error"], (body, status, got)
+    client.predict(key, 30, "start", api_name="/class_timer")
+    client.predict(key, api_name="/class_reveal")
+    status, got = post_answer(url, {"code": code, "student_id": student, "answer": "A"})
+    assert status == 400 and "revealed" in got["error"]
+    overview = client.predict(key, api_name="/class_overview")
+    assert overview["current"]["answers"] == 1  # one student, one answer, replaced once
+
+
 @pytest.mark.parametrize("given, message", [("x" * 10_000, "10,000 characters"), ("", "Type your answer"),
                                             ("twelve", "not a number")])
 def test_bad_answers_get_a_clear_message(client, given, message):
@@ -307,3 +354,27 @@ def test_an_answer_is_in_the_reveal_or_refused_never_lost(backend, request, monk
         assert store.get().count(question) == len(accepted)
     finally:
         store.reset()
+
+
+def test_the_prepared_lecture_example_runs_a_whole_lecture_through_the_api(client, app_server, tiny_models):
+    """tools/prepared_lecture.py as docs/lecturers.md tells a lecturer to run it: a GIFT plan of three questions,
+    a timer, a second vote, the reveals and the report; its figures checked against the report's own CSV."""
+    import csv
+    import io
+
+    from tools import prepared_lecture
+
+    lecture = prepared_lecture.run(app_server["url"], students=6, client=api_client(app_server["url"]))
+    assert [q["kind"] for q in lecture["plan"]["questions"]] == ["choice", "choice", "number"]
+    first, second, third = lecture["reveals"]
+    assert [r["question"]["number"] for r in lecture["reveals"]] == [1, 2, 3]
+    assert first["total"] == third["total"] == second["total"] == 6 and second["rounds"]["voted_twice"] == 6
+    assert third["question"]["correct"] == "24576" and first["confidence"]["answered"] == 6
+    rows = list(csv.DictReader(io.StringIO(lecture["report"]["csv"]["text"])))
+    by_vote = {}
+    for row in rows:
+        by_vote.setdefault((row["question"], row["vote round"]), 0)
+        by_vote[(row["question"], row["vote round"])] += int(row["count"])
+    assert by_vote == {("1", "1"): 6, ("2", "1"): 6, ("2", "2"): 6, ("3", "1"): 6}
+    assert lecture["report"]["html"]["filename"].endswith("-report.html")
+    assert lecture["report"]["html"]["text"].count('class="question"') >= 3

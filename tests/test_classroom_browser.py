@@ -80,7 +80,8 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     shot(student, "classroom-phone-question")
     answer = student.locator("#lab-class-answer input, #lab-class-answer textarea").first
     answer.fill("<b>Mat</b>")
-    send.click()
+    with student.expect_response(lambda r: r.url.endswith("/class/answer") and r.status == 200):
+        send.click()  # one plain POST (labs/classroom/poll_route.py), not a Gradio event
     student.get_by_text("Received").wait_for()
     expect(student.locator("#lab-class-status")).to_contain_text("<b>Mat</b>", timeout=SCREEN)
     answer.fill("mat.")

@@ -179,6 +179,14 @@ def test_the_handouts_part_a_is_a_ready_made_plan():
     assert [q["kind"] for q in loaded["questions"]] == [p.kind for p in presets.PRESETS]
 
 
+def test_offline_without_a_masked_lm_the_handouts_other_questions_are_prepared(monkeypatch):
+    key, _ = started()
+    offered = sessions.models.default_name
+    monkeypatch.setattr(sessions.models, "default_name", lambda family: None if family == "masked" else offered(family))
+    loaded = plans.class_plan(key, plans.HANDOUT)
+    assert [q["text"] for q in loaded["questions"]] == [p.text for p in presets.PRESETS if p.kind != "fill_mask"]
+
+
 def test_a_plan_exported_and_imported_again_is_the_same_lecture():
     key, _ = started()
     plans.class_plan(key, PLAN)

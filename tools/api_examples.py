@@ -52,3 +52,15 @@ for word in ("mat", "floor", "mat"):
     student = client.predict(start["code"], api_name="/class_join")["student_id"]
     client.predict(start["code"], student, word, api_name="/class_answer")
 reveal = client.predict(start["lecturer_key"], api_name="/class_reveal")   # reveal["agreement"]["perplexity"]
+# Peer instruction: the lecture's questions prepared ahead (CSV, Moodle GIFT or XML; "handout": Part A), asked in
+# order, answered with how sure each student is, against a countdown, voted on twice; then the lecture's report.
+# A whole lecture, runnable: python -m tools.prepared_lecture (tools/prepared_lecture.py).
+key, code = start["lecturer_key"], start["code"]
+client.predict(key, "handout", "", "", api_name="/class_plan")               # or a file's text, format "gift"
+client.predict(key, api_name="/class_next")                                # the next prepared question, asked
+client.predict(key, 60, "start", api_name="/class_timer")                  # answering closes in a minute
+client.predict(code, student, "mat", 3, api_name="/class_answer")          # 3: "fairly sure"
+client.predict(key, api_name="/class_round")                               # discuss, then vote again
+client.predict(code, student, "floor", 4, api_name="/class_answer")
+both = client.predict(key, api_name="/class_reveal")["rounds"]            # both["changed"], both["moved"]
+page = client.predict(key, "html", api_name="/class_report")["text"]       # a standalone page with the charts

@@ -15,13 +15,13 @@
   }
 })();
 
-// A student's page in a class asks the server every few seconds whether the class moved on: a plain GET of
+// A student's page in a class asks the server every 2.5 seconds whether the class moved on: a plain GET of
 // /class/version (labs/classroom/poll_route.py), not a Gradio event. Only when the number changed does it press
 // the panel's hidden refresh button, whose Gradio event redraws the panel. A phone with the page in the
 // background does not ask; it asks at once when the student comes back. A code the server does not know (a
 // mistyped link) stops the asking: each would count as a wrong code against the lecture hall's network.
 (function () {
-  const POLL_MS = 3000;
+  const POLL_MS = 2500;  // labs/classroom/poll_route.py: POLL_SECONDS
   const shown = {};  // the version each code was last seen at (a new page's first answer redraws once)
   const stopped = {};  // codes the server refused
   let asking = false;
@@ -83,4 +83,80 @@
   }
 
   setInterval(tick, 250);
+})();
+
+// A student's Send (and Enter in the answer box): one POST of JSON to /class/answer (labs/classroom/poll_route.py),
+// not a Gradio event, which costs the server five times as much (a hall of 500 answers within seconds). The reply
+// is the same as /class_answer's: stored before it comes; the status line says so, or says why not. Without the
+// page's hidden marker (views.page_marker) the panel's own Gradio event sends the answer.
+(function () {
+  const LEVELS = ["guessing", "unsure", "fairly sure", "sure"];
+  let sending = false;
+
+  function root() {
+    const config = window.gradio_config;
+    return ((config && config.root) || window.location.origin).replace(/\/$/, "");
+  }
+
+  function say(text) {
+    const status = document.querySelector("#lab-class-status");
+    if (!status) return;
+    let line = status.querySelector(".lab-class-status-line");
+    if (!line) {
+      line = document.createElement("p");
+      line.className = "lab-class-status-line";
+      line.setAttribute("role", "status");
+      line.setAttribute("aria-live", "polite");
+      (status.querySelector(".prose") || status).appendChild(line);
+    }
+    line.textContent = text;  // the student's own words: text, never HTML
+  }
+
+  function visible(element) { return element && element.offsetParent !== null; }
+
+  async function send(me) {
+    if (sending) return;
+    const box = document.querySelector("#lab-class-answer input, #lab-class-answer textarea");
+    const picked = document.querySelector("#lab-class-choice input:checked");
+    const sure = document.querySelector("#lab-class-sure input:checked");
+    const answer = visible(document.querySelector("#lab-class-choice")) ? (picked ? picked.value : "") :
+      (box ? box.value : "");
+    sending = true;
+    try {
+      const response = await fetch(root() + "/class/answer", {
+        method: "POST", headers: {"Content-Type": "application/json"}, cache: "no-store",
+        body: JSON.stringify({code: me.dataset.code, student_id: me.dataset.student, answer: answer,
+                              confidence: sure ? sure.value : null}),
+      });
+      const got = await response.json().catch(() => ({error: "The server did not answer; press Send again."}));
+      if (!response.ok) { say("⚠️ " + (got.error || "Not sent; press Send again.")); return; }
+      const level = got.confidence ? " (" + LEVELS[got.confidence - 1] + ")" : "";
+      const again = got.replaced ? " It replaces your earlier answer." : "";
+      say("✓ Received: “" + got.answer + "”" + level + "." + again +
+          " You can change it until the lecturer reveals the answers.");
+    } catch (error) {
+      say("⚠️ Not sent: no connection just now. Press Send again.");
+    } finally {
+      sending = false;
+    }
+  }
+
+  function marker() { return document.querySelector("#lab-class-student .lab-class-me"); }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("#lab-class-send");
+    const me = button && marker();
+    if (!me) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();  // capture phase, at the document: Gradio's own click never runs
+    send(me);
+  }, true);
+  document.addEventListener("keydown", (event) => {
+    const box = event.key === "Enter" && event.target.closest && event.target.closest("#lab-class-answer");
+    const me = box && marker();
+    if (!me || event.isComposing) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    send(me);
+  }, true);
 })();

@@ -11,10 +11,12 @@ day after its last activity."""
 from __future__ import annotations
 
 import json
+import logging
 
 from labs.classroom import plan_formats, sessions
 from labs.core.errors import BadInput
 
+log = logging.getLogger(__name__)
 HANDOUT = "handout"  # plan="handout": the handout's Part A as a ready-made set
 
 
@@ -31,11 +33,27 @@ def prepared(question: dict) -> dict:
             "correct": checked["correct"] or "", "link": checked["settings"].get("link", "")}
 
 
+def handout() -> list[dict]:
+    """The handout's Part A as prepared questions: those this server can ask (a fill-in-the-blank question needs a
+    masked LM, which offline is not offered: the rest are kept, and the lecturer page says how many)."""
+    kept, left_out = [], []
+    for question in plan_formats.handout_part_a():
+        try:
+            kept.append(prepared(question))
+        except BadInput as exc:
+            left_out.append(f"“{question['text']}”: {exc}")
+    if not kept:
+        raise BadInput("None of the handout's questions can be asked here: " + " ".join(left_out[:1]))
+    if left_out:
+        log.info("the handout's plan left out %d question(s): %s", len(left_out), left_out[0])
+    return kept
+
+
 def read_plan(plan, format: str = "") -> list[dict]:
     """The questions of a file's text (format csv, gift, xml, or "" to tell by its content), of a list of
     question objects, or of "handout"; each checked, all or nothing."""
     if isinstance(plan, str) and plan.strip() == HANDOUT:
-        return [prepared(q) for q in plan_formats.handout_part_a()]
+        return handout()
     if isinstance(plan, str) and plan.lstrip().startswith("["):  # the page's own plan, as JSON
         try:
             plan = json.loads(plan)

@@ -280,9 +280,9 @@ def class_answer(code: str, student_id: str, answer: str, confidence: int | str 
         raise BadInput("This question has all the answers it can take.")
     typed, key = answers.of_kind(question.kind, json.loads(question.choices), answer)
     level = answers.confidence(confidence)
+    # The snapshot's count may stay a second behind (500 answers must not mean 500 fresh looks); the projector's
+    # count is read fresh (class_count).
     replaced = db().put_answer(question.id, student_id, typed, key, now(), confidence=level)
-    if not replaced:  # one more answer: this front-end's next look counts it
-        changed(found.session.code)
     with _cache_lock:
         touch = found.session.id not in _touched
         _touched[found.session.id] = True
@@ -439,6 +439,5 @@ def plan_of(session) -> dict:
 def class_count(lecturer_key: str, request=None) -> dict:
     """`/class_count(lecturer_key)`: the current question's number of answers (what the projector polls)."""
     session = session_of_key(lecturer_key, request)
-    found = snapshot(session.code)
-    return {"question_id": found.question.id if found and found.question else None,
-            "answers": found.answers if found else 0, "version": found.session.version if found else session.version}
+    question = session.current_question
+    return {"question_id": question, "answers": db().count(question) if question else 0, "version": session.version}

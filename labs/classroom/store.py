@@ -94,8 +94,7 @@ def _create_v1(connection) -> None:
 
 
 def _add_columns(connection, table: str, columns: dict[str, str]) -> None:
-    """Each column (name: its SQL type and default) the table does not have yet: a database created at a later
-    version has them already (_create_v1 creates the tables as they are now)."""
+    """Each column (name: SQL type) the table lacks; one created at a later version has it (_create_v1)."""
     have = {c["name"] for c in sa.inspect(connection).get_columns(table)}
     for name, sql in columns.items():
         if name not in have:
@@ -169,7 +168,8 @@ class Store:
     def __init__(self, url: str | None = None):
         self.url = url or database_url()
         self.sqlite = self.url.startswith("sqlite")
-        options = {"connect_args": {"check_same_thread": False, "timeout": 30}} if self.sqlite else {
+        options = {"connect_args": {"check_same_thread": False, "timeout": 30}, "pool_size": 32,  # a class's burst
+                   "max_overflow": 32} if self.sqlite else {
             "pool_size": 8, "max_overflow": 24, "pool_pre_ping": True, "pool_recycle": 1800}
         self.engine = sa.create_engine(self.url, **options)
         if self.sqlite:

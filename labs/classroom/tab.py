@@ -11,7 +11,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from labs.classroom import plans, records, second_vote, sessions, tab_lecturer, tab_projector, tab_student, timer, views
-from labs.classroom.tab_actions import add_to_plan, on_export, on_plan_export, on_report, timer_action
+from labs.classroom.tab_actions import add_to_plan, on_export, on_plan_export, on_report, timer_action, use_handout
 from labs.core.errors import LabError
 from labs.core.ui import ui
 from labs.core.ui.build import Build
@@ -179,7 +179,7 @@ def build(ctx: Build) -> None:
     ui.wire(parts.prepare.click, acting(add_to_plan), [hooks.lecturer, *ask_inputs], redrawn)
     buttons = [(parts.reveal, sessions.class_reveal), (parts.again, second_vote.class_round),
                (parts.next, plans.class_next), (parts.end, sessions.class_close),
-               (parts.plan_handout, lambda key, request=None: plans.class_plan(key, plans.HANDOUT, request=request)),
+               (parts.plan_handout, use_handout),
                (parts.timer_more, timer_action("add", 30)), (parts.timer_stop, timer_action("stop"))]
     buttons += [(b, timer_action("start", n)) for b, n in zip(parts.timer_presets, timer.PRESET_SECONDS)]
     for button, action in buttons:

@@ -8,7 +8,7 @@ import json
 
 import gradio as gr
 
-from labs.classroom import plans, records, report, sessions, timer
+from labs.classroom import plans, presets, records, report, sessions, timer
 
 
 def download(filename: str, kind: str, text: str) -> str:
@@ -47,3 +47,14 @@ def timer_action(action: str, seconds: int | None = None):
     def act(key, *typed, request=None):
         return timer.class_timer(key, typed[0] if typed else seconds, action, request=request)
     return act
+
+
+def use_handout(key, request=None) -> dict:
+    """The handout's Part A as the lecture's prepared questions, and how many of them this server can ask."""
+    loaded = plans.class_plan(key, plans.HANDOUT, request=request)
+    total = len(presets.PRESETS)
+    kept = len(loaded["questions"])
+    gr.Info(f"Prepared: the handout's {kept} questions." if kept == total else
+            f"Prepared: {kept} of the handout's {total} questions; its fill-in-the-blank ones need a masked LM "
+            "(BERT), which is not offered here.")
+    return loaded

@@ -74,9 +74,10 @@ def status_text(state: dict) -> str:
     return views.status_html(f"Type your answer and press Send ({state['answers']} answered so far).")
 
 
-def view(state: dict, seen) -> dict:
+def view(state: dict, seen, page: dict | None = None) -> dict:
     """The panel for this state of the class; the answer box keeps what the student typed unless the question
-    changed."""
+    changed. The page's own class and id ride along, hidden, for Send (assets/js/classroom.js posts the answer to
+    poll_route's /class/answer, not through a Gradio event)."""
     question = state["question"]
     kind = question["kind"] if question else None
     open_question = (question is not None and not state["revealed"] and not state["closed"]
@@ -84,7 +85,8 @@ def view(state: dict, seen) -> dict:
     new_question = not isinstance(seen, dict) or seen.get("question") != (question or {}).get("id")
     updates = {
         "head": f"**Class {ui.md(state['shown_code'])}**" + (f" · {ui.md(state['title'])}" if state["title"] else ""),
-        "question": views.question_html(question, waiting="Waiting for the lecturer's question…"),
+        "question": views.question_html(question, waiting="Waiting for the lecturer's question…")
+        + views.page_marker(page),
         "word": gr.update(visible=open_question and kind != "choice", placeholder=views.ANSWER_HINTS.get(kind, ""),
                           **({"value": ""} if new_question else {})),
         "choice": gr.update(visible=open_question and kind == "choice",
@@ -142,7 +144,7 @@ def build_panel(ctx: Build) -> Panel:
         if snapshot is not None and isinstance(seen, dict) and snapshot.session.version == seen.get("version"):
             return [gr.skip()] * len(outputs)
         try:
-            return as_list(view(sessions.class_state(page["code"], page["student"], request), seen))
+            return as_list(view(sessions.class_state(page["code"], page["student"], request), seen, page))
         except LabError as exc:
             return as_list(refused(str(exc)))
 
@@ -179,7 +181,7 @@ def enter(code, membership, request) -> list:
         return [gr.skip(), None, *as_list(refused(str(exc)))]
     ids = (membership or {}).get("ids") if isinstance(membership, dict) else None
     membership = {"ids": {**(ids if isinstance(ids, dict) else {}), page["code"]: page["student"]}}
-    return [membership, page, *as_list(view(state, None))]
+    return [membership, page, *as_list(view(state, None, page))]
 
 
 def sessions_join(code, membership, request) -> dict:

@@ -64,6 +64,14 @@ def question_html(question: dict | None, *, waiting: str = "Waiting for the lect
             f'{esc(question["text"])}{continues}</div>{options}</div>')
 
 
+def page_marker(page: dict | None) -> str:
+    """The student's own class code and id, hidden in their page for its Send (assets/js/classroom.js): the id is
+    theirs (their browser keeps it), never shown, never sent to anyone else."""
+    if not page:
+        return ""
+    return f'<span hidden class="lab-class-me" data-code="{esc(page["code"])}" data-student="{esc(page["student"])}"></span>'
+
+
 def clock(seconds: float) -> str:
     whole = max(0, int(seconds + 0.999))
     return f"{whole // 60}:{whole % 60:02d}"

@@ -19,6 +19,7 @@ the Ray Serve replicas (labs.core.work.ray_passes) and streaming generation (lab
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -57,6 +58,23 @@ def cut(costs: list[int], max_batch: int, max_cost: int) -> list[list[int]]:
         batches.append(list(range(start, start + n)))
         start += n
     return batches
+
+
+COMPUTE_NICE = int(os.environ.get("LAB_COMPUTE_NICE", "5"))
+
+
+def lower_priority() -> None:
+    """This batch worker (and the intra-op threads its forward passes start, which inherit it) a few steps below
+    the threads that answer requests: a class's answers and polls (a millisecond each) go first, a model's batch
+    (a second) a moment later, when the two cores are shared (measured: tests/loadtest_class.py at 500). Linux
+    gives each thread its own niceness; elsewhere, or with LAB_COMPUTE_NICE=0, nothing changes."""
+    if COMPUTE_NICE <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + COMPUTE_NICE))
+    except OSError:  # not allowed here: the worker runs as it is
+        log.debug("the batch worker's priority could not be lowered")
 
 
 def run_alone_on_failure(run_batch: Callable[[list], list], items: list, name: str = "batch") -> list:
@@ -282,6 +300,7 @@ class Batcher:
             return [self._queue.popleft() for _ in range(n)]
 
     def _work(self) -> None:
+        lower_priority()
         while True:
             batch = self._next_batch()
             started = time.perf_counter()

@@ -36,7 +36,7 @@ from typing import Any
 import cachetools
 
 from labs.core.models import device
-from labs.core.work import ray_backend, ray_jobs, zerogpu
+from labs.core.work import batching, ray_backend, ray_jobs, zerogpu
 from labs.core.work.tickets import LEFT, REPLACED, Job, JobGone, Queued, Ticket, format_seconds  # noqa: F401
 
 log = logging.getLogger(__name__)
@@ -199,6 +199,7 @@ class Jobs:
         self._changed.notify_all()
 
     def _work(self) -> None:
+        batching.lower_priority()  # a training run yields to the requests a class is waiting on, as a batch does
         while True:
             with self._changed:
                 while not self._ready:
