@@ -370,3 +370,36 @@ def test_a_waiting_page_asks_as_often_as_the_load_test_measured():
 
     script = (Path(__file__).parents[1] / "assets" / "js" / "classroom.js").read_text()
     assert int(re.search(r"const POLL_MS = (\d+);", script).group(1)) == poll_route.POLL_SECONDS * 1000
+
+
+def test_answers_arriving_together_are_written_together_each_with_its_own_result():
+    """On SQLite (one writer at a time), the answers that arrive while a write runs are committed in one
+    transaction; each student still gets their own reply: stored, replacing an earlier one, or refused."""
+    import threading
+
+    start = started()
+    ask_number(start)
+    store = sessions.db()
+    question = store.session_by_code(start["code"]).current_question
+    store.put_answer(question, "student-0000", "1", "1", sessions.now())  # one earlier answer, to be replaced
+    before = store.group.transactions
+    replies: dict[str, object] = {}
+
+    def send(student: str, value: str) -> None:
+        try:
+            replies[student] = store.put_answer(question, student, value, value, sessions.now())
+        except Exception as exc:  # kept to be checked
+            replies[student] = exc
+
+    with store._write_lock:  # a write is running: the answers wait for the writer
+        threads = [threading.Thread(target=send, args=(f"student-{i:04d}", str(i))) for i in range(20)]
+        for t in threads:
+            t.start()
+        while len(store.group._pending) < 20:  # a state, not a time: every answer has arrived
+            threading.Event().wait(0.01)
+    for t in threads:
+        t.join()
+    assert store.group.transactions - before == 1  # twenty answers, one transaction
+    assert replies["student-0000"] is True and all(replies[f"student-{i:04d}"] is False for i in range(1, 20))
+    assert sessions.class_count(start["lecturer_key"])["answers"] == 20
+    assert dict((k, n) for k, _, n in store.tally(question)) == {str(i): 1 for i in range(20)}

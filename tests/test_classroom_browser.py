@@ -196,3 +196,34 @@ def test_a_lab_asks_the_class_and_the_workbook_shares_with_it(lecturer, phone, a
     overview = api_client(app_server["url"])
     key = re.search(r"lecturer=([^&]+)", link).group(1)
     assert overview.predict(key, api_name="/class_overview")["workbook"]["students"] == 0
+
+
+@pytest.mark.timeout(900)
+def test_a_lecture_prepared_as_a_file_runs_with_one_click_per_question(lecturer, phone, app_server, tiny_models,
+                                                                      tmp_path):
+    """The lecturer imports a Moodle GIFT file of two questions, "Next" asks them in order, a phone follows; a
+    malformed file is refused with its line and changes nothing."""
+    code, _ = start(lecturer)
+    lecturer.get_by_text("The lecture's questions, prepared ahead").click()
+    upload = lecturer.locator("#lab-class-plan input[type=file]")
+    bad = tmp_path / "broken.gift.txt"
+    bad.write_text("::Q1:: Which reads both sides? {=BERT ~GPT-2}\n\n::Q2:: Unclosed {=yes ~no\n")
+    upload.set_input_files(str(bad))
+    expect(lecturer.get_by_text(re.compile(r"Line 3"))).to_be_visible(timeout=SCREEN)
+    lecture = tmp_path / "week6.gift.txt"
+    lecture.write_text("::Q1:: Which model reads both sides of a blank? {=BERT ~GPT-2}\n\n"
+                       "::Q2:: LoRA r \\= 16 on a 768 × 768 weight\\: trainable parameters? {#24576}\n")
+    upload.set_input_files(str(lecture))
+    next_button = lecturer.get_by_role("button", name="Next: prepared question 1 of 2")
+    next_button.click()
+    expect(lecturer.locator("#lab-class-projector-question .lab-class-text")).to_have_text(
+        "Which model reads both sides of a blank?", timeout=SCREEN)
+    student = phone.new_page()
+    student.goto(app_server["url"] + f"?class={code}", wait_until="load")
+    expect(student.locator("#lab-class-student .lab-class-text")).to_have_text(
+        "Which model reads both sides of a blank?", timeout=SCREEN)
+    lecturer.get_by_role("button", name="Reveal the answers").click()
+    lecturer.get_by_role("button", name="Next: prepared question 2 of 2").click()
+    expect(student.locator("#lab-class-student .lab-class-text")).to_contain_text("trainable parameters?",
+                                                                                timeout=SCREEN)
+    shot(lecturer, "classroom-projector-prepared")

@@ -16,16 +16,14 @@ import json
 import time
 from dataclasses import dataclass
 
-from labs.classroom import answers as answer_forms
 from labs.classroom import results, sessions, views
+from labs.classroom.answers import CONFIDENCE_LEVELS as LEVELS  # 1 … 4, as a student's page names them
 from labs.classroom.records import csv_safe
 from labs.core.errors import BadInput
 from labs.core.ui import figure_text
 from labs.core.ui.escape import esc
 
 FORMATS = ("html", "csv")
-# Confidence 1 … 4 as a student's page names them.
-LEVELS = getattr(answer_forms, "CONFIDENCE_LEVELS", ("guessing", "unsure", "fairly sure", "sure"))
 HEADERS = ["question", "vote round", "kind", "question text", "model", "answer", "count", "share",
            "mean confidence", *(f"confidence {i} ({w})" for i, w in enumerate(LEVELS, 1)),
            "model probability", "model rank", "on the projector", "revealed", "answers", "question mean confidence",
@@ -84,19 +82,12 @@ def round_of(row, min_count: int) -> Round:
     else:
         given = [{"key": k, "answer": form, "count": n} for k, form, n in sessions.db().tally(row.id)]
         view = None
-    tally = getattr(sessions.db(), "confidence_tally", None)  # the students' confidence, where it is stored
-    levels = tally(row.id) if tally is not None and any(a.get("confidence") is None for a in given) else {}
+    # The students' confidence: stored with the reveal's answers; counted now for a vote not revealed.
+    levels = sessions.db().confidence_tally(row.id) if any(a.get("confidence") is None for a in given) else {}
     for a in given:
         if a.get("confidence") is None and a["key"] in levels:
             a["confidence"] = levels[a["key"]]
     return Round(row, question, given, set(hidden), view)
-
-
-def mean_level(levels) -> float | None:
-    """The mean confidence (1 guessing … 4 sure) of counts per level; None when nobody said."""
-    if not levels or not sum(n or 0 for n in levels):
-        return None
-    return sum((i + 1) * n for i, n in enumerate(levels)) / sum(levels)
 
 
 def question_confidence(r: Round) -> dict | None:
@@ -107,7 +98,7 @@ def question_confidence(r: Round) -> dict | None:
     else:
         shown = [a["confidence"] for a in r.answers if a.get("confidence") and a["key"] not in r.hidden]
         levels = [sum(c[i] for c in shown) for i in range(4)]
-        found = {"levels": levels, "mean": mean_level(levels), "answered": sum(levels)}
+        found = {"levels": levels, "mean": results.mean_confidence(levels), "answered": sum(levels)}
     return found if found.get("mean") is not None else None
 
 
@@ -164,7 +155,8 @@ def report_csv(session, questions: list[list[Round]]) -> str:
             for a in r.answers or [{"key": "", "answer": "", "count": 0}]:  # no answers: one row all the same
                 levels = a.get("confidence") or ([0] * 4 if a["key"] else [""] * 4)  # how many said each level
                 writer.writerow([*start, csv_safe(a["answer"]), a["count"],
-                                 number(a["count"] / total if total else None), number(mean_level(levels)),
+                                 number(a["count"] / total if total else None),
+                                 number(results.mean_confidence(levels) if a["key"] else None),
                                  *levels, number(a.get("model_prob")),
                                  number(a.get("model_rank")), placing(r, a, session.min_count) if a["key"] else "",
                                  *end])
@@ -229,7 +221,7 @@ def answers_table(r: Round, min_count: int, name: str = "") -> str:
         cells = [f"{esc(x['answer'])}{mark}", x["count"], percent(x["share"])]
         if sure:
             levels = x.get("confidence") or []
-            mean = mean_level(levels)
+            mean = results.mean_confidence(levels)
             cells += ["–" if mean is None else f"{mean:.1f}", *(levels if len(levels) == 4 else ["–"] * 4)]
         if word:
             rank = x.get("model_rank")

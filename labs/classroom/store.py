@@ -21,7 +21,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from labs.classroom import backup
+from labs.classroom import answer_writer, backup
+from labs.classroom.answer_writer import QuestionClosed, TimeUp  # noqa: F401  (callers catch them from here)
 from labs.core.errors import LabError
 
 log = logging.getLogger(__name__)
@@ -122,14 +123,6 @@ class StoreError(LabError):
     """The class database cannot be used (its message says what to fix)."""
 
 
-class QuestionClosed(LabError):
-    """An answer that arrived after its question was revealed."""
-
-
-class TimeUp(QuestionClosed):
-    """An answer that arrived after the lecturer's timer ran out."""
-
-
 def data_dir() -> Path:
     """LAB_DATA_DIR, else ~/.local/share/lm-lab: always the local disk. SQLite needs file locks and writes in
     place, which a bucket mount (a Space's only persistent storage) does not offer: see backup.py."""
@@ -177,6 +170,8 @@ class Store:
         # SQLite has one writer at a time: threads take turns here instead of retrying on "database is locked".
         self._write_lock = threading.Lock() if self.sqlite else None
         self.committed = None  # called after each committed write (backup.attach: the bucket's copy is behind)
+        self.group = answer_writer.GroupWriter(self.engine, self._write_lock, answers, questions,
+                                               lambda: self.committed and self.committed()) if self.sqlite else None
         try:
             self.migrate()
         except sa.exc.OperationalError as exc:
@@ -317,28 +312,13 @@ class Store:
     def put_answer(self, question_id: int, student_id: str, answer: str, answer_key: str, now: float,
                    confidence: int | None = None) -> bool:
         """Keep this student's answer (replacing their earlier one); True when it replaced one. QuestionClosed
-        once the question is revealed or its timer has run out: the check and the write are one transaction, and
-        the reveal's own write waits for answers in flight (PostgreSQL: FOR SHARE on the question; SQLite: one
-        writer), so an answer is either in the reveal's count or refused, never stored and left out."""
-        values = dict(answer=answer, answer_key=answer_key, answered_at=now, confidence=confidence)
-        mine = (answers.c.question_id == question_id) & (answers.c.student_id == student_id)
+        once the question is revealed or its timer has run out, checked in the same transaction
+        (answer_writer.py; on SQLite written together with the answers arriving at the same moment)."""
+        item = answer_writer.Answer(question_id, student_id, answer, answer_key, now, confidence)
+        if self.group is not None:
+            return self.group.put(item)
         with self.writing() as c:
-            state = c.execute(sa.select(questions.c.revealed_at, questions.c.closes_at)
-                              .where(questions.c.id == question_id).with_for_update(read=True)).first()
-            if state is None or state.revealed_at is not None:
-                raise QuestionClosed("The answers to this question are revealed: wait for the lecturer's next "
-                                     "question.")
-            if state.closes_at is not None and now > state.closes_at:
-                raise TimeUp("Time is up for this question: your answer was not sent. Wait for the lecturer.")
-            if c.execute(answers.update().where(mine).values(**values)).rowcount:
-                return True
-            try:
-                with c.begin_nested():  # two first answers from one student at once: the second replaces
-                    c.execute(answers.insert().values(question_id=question_id, student_id=student_id, **values))
-                return False
-            except IntegrityError:
-                c.execute(answers.update().where(mine).values(**values))
-                return True
+            return answer_writer.write(c, answers, questions, item, savepoint=True)
 
     def answer_of(self, question_id: int, student_id: str):
         with self.engine.connect() as c:
