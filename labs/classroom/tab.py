@@ -120,6 +120,16 @@ def on_tick(state, seen, request: gr.Request):
     return [gr.skip(), *as_list(updates)]
 
 
+def on_plan_file(state, data, request: gr.Request):
+    """A prepared lecture's file imported, or refused with the line that is wrong: either way the box is emptied
+    for the next file."""
+    try:
+        plans.class_plan((state or {}).get("key"), data, request=request)
+    except LabError as exc:
+        gr.Warning(ui.esc(str(exc)))
+    return [None, *overview_for(state, request)]
+
+
 def on_delete(state, request: gr.Request):
     sessions.class_delete((state or {}).get("key"), request)
     return [{}, *views_of(None, None)]
@@ -185,9 +195,7 @@ def build(ctx: Build) -> None:
     for button, action in buttons:
         ui.wire(button.click, acting(action), hooks.lecturer, redrawn)
     ui.wire(parts.timer_typed.click, acting(timer_action("start")), [hooks.lecturer, parts.seconds], redrawn)
-    ui.wire(parts.plan_upload.upload, acting(lambda key, data, request=None: plans.class_plan(key, data,
-                                                                                            request=request)),
-            [hooks.lecturer, parts.plan_upload], redrawn)
+    ui.wire(parts.plan_upload.upload, on_plan_file, [hooks.lecturer, parts.plan_upload], [parts.plan_upload, *redrawn])
     ui.wire(parts.min_count.release, acting(sessions.class_min_count), [hooks.lecturer, parts.min_count], redrawn)
     ui.wire(parts.hide.click, acting(sessions.class_hide), [hooks.lecturer, parts.hide_choice], redrawn)
     ui.wire(parts.timer.tick, on_tick, [hooks.lecturer, parts.seen], redrawn, queue=False, show_progress="hidden")

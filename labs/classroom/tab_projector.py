@@ -37,12 +37,13 @@ def build_live() -> tuple[gr.HTML, gr.HTML, gr.Button, gr.Button, gr.Button]:
 def build_timer() -> tuple:
     """The countdown's controls, under the question while it is open: 30, 60 or 90 s, or typed; more time; none."""
     with gr.Row(elem_classes=["lab-class-actions", "lab-class-timer"], visible=False) as row:
-        presets = [gr.Button(f"{n} s", size="sm", scale=0, min_width=90) for n in timer.PRESET_SECONDS]
-        seconds = gr.Number(120, label="or seconds", minimum=5, maximum=timer.MAX_SECONDS, precision=0, scale=0,
-                            min_width=110)
-        typed = gr.Button("Start", size="sm", scale=0, min_width=80)
-        more = gr.Button("+30 s", size="sm", scale=0, min_width=80)
-        stop = gr.Button("No timer", size="sm", scale=0, min_width=110)
+        presets = [gr.Button(f"Timer {n} s" if n == timer.PRESET_SECONDS[0] else f"{n} s", size="sm", scale=0,
+                             min_width=110 if n == timer.PRESET_SECONDS[0] else 70) for n in timer.PRESET_SECONDS]
+        seconds = gr.Number(120, label="Timer: seconds", show_label=False, container=False, minimum=5,
+                            maximum=timer.MAX_SECONDS, precision=0, scale=0, min_width=80, elem_id="lab-class-seconds")
+        typed = gr.Button("Start", size="sm", scale=0, min_width=70)
+        more = gr.Button("+30 s", size="sm", scale=0, min_width=70)
+        stop = gr.Button("No timer", size="sm", scale=0, min_width=100)
     return row, presets, seconds, typed, more, stop
 
 

@@ -214,7 +214,7 @@ def agreement_html(view: dict) -> str:
         (f"the model's rank of the class's favourite, “{esc(a['class_favourite'])}” "
          f"(p = {probability(a['class_favourite_model_prob'])})", f"#{a['class_favourite_model_rank']:,}"
          if a.get("class_favourite_model_rank") else "–"),
-        (f"of the class gave the model's favourite, “{esc(a['model_favourite'] or '')}”",
+        (f"of the class gave the model's favourite, “{esc((a['model_favourite'] or '').strip())}”",
          percent(a.get("model_favourite_class_share"))),
         (f"the model's perplexity on the class (mean log-probability {a['mean_logprob']:.2f})"
          if a.get("mean_logprob") is not None else "the model's perplexity on the class",
