@@ -179,12 +179,16 @@ def test_the_pages_answer_route_stores_what_class_answer_stores_and_refuses_what
              "no class")):
         status, got = post_answer(url, body)
         assert status == expected and message in got["error"], (body, status, got)
+    client.predict(key, api_name="/class_round")  # a page still showing the first vote cannot answer the second
+    status, got = post_answer(url, {"code": code, "student_id": student, "answer": "A",
+                                    "question_id": question["question_id"]})
+    assert status == 400 and "The lecturer has moved on" in got["error"]
     client.predict(key, 30, "start", api_name="/class_timer")
     client.predict(key, api_name="/class_reveal")
     status, got = post_answer(url, {"code": code, "student_id": student, "answer": "A"})
     assert status == 400 and "revealed" in got["error"]
     overview = client.predict(key, api_name="/class_overview")
-    assert overview["current"]["answers"] == 1  # one student, one answer, replaced once
+    assert overview["current"]["answers"] == 0 and overview["history"][0]["answers"] == 1  # one answer, replaced once
 
 
 @pytest.mark.parametrize("given, message", [("x" * 10_000, "10,000 characters"), ("", "Type your answer"),

@@ -222,6 +222,21 @@ def test_a_restart_between_the_two_rounds_loses_no_answer_and_time_up_holds_in_r
     assert revealed["rounds"]["changed"] == 1 and sessions.db().count(first) == 3
 
 
+def test_a_page_still_showing_the_first_vote_cannot_answer_the_second():
+    """A student's page sends the question it shows: once the lecturer has opened the second vote, an answer from a
+    page that has not drawn it yet is refused (and stored in neither vote); from the page that shows it, taken."""
+    key, code = started()
+    first = sessions.class_ask(key, "choice", "Which model reads both sides?", choices="BERT\nGPT-2")["question_id"]
+    sessions.class_answer(code, "student-0001", "GPT-2", None, first)
+    second = second_vote.class_round(key)["question_id"]
+    with pytest.raises(BadInput, match="The lecturer has moved on"):
+        sessions.class_answer(code, "student-0001", "BERT", 4, first)
+    assert sessions.db().tally(first) == [("gpt-2", "GPT-2", 1)] and sessions.db().count(second) == 0
+    assert sessions.class_answer(code, "student-0001", "BERT", 4, second)["question_id"] == second
+    with pytest.raises(BadInput, match="question id"):
+        sessions.class_answer(code, "student-0001", "BERT", 4, "the second")
+
+
 # ------------------------------------------------------------------ the model's word pieces
 
 

@@ -126,10 +126,15 @@
       const response = await fetch(root() + "/class/answer", {
         method: "POST", headers: {"Content-Type": "application/json"}, cache: "no-store",
         body: JSON.stringify({code: me.dataset.code, student_id: me.dataset.student, answer: answer,
-                              confidence: sure ? sure.value : null}),
+                              confidence: sure ? sure.value : null, question_id: me.dataset.question || null}),
       });
       const got = await response.json().catch(() => ({error: "The server did not answer; press Send again."}));
-      if (!response.ok) { say("⚠️ " + (got.error || "Not sent; press Send again.")); return; }
+      if (!response.ok) {
+        say("⚠️ " + (got.error || "Not sent; press Send again."));
+        const refresh = document.getElementById("lab-class-refresh");
+        if (refresh && response.status < 500) refresh.click();  // the class may have moved on: show where it is
+        return;
+      }
       const level = got.confidence ? " (" + LEVELS[got.confidence - 1] + ")" : "";
       const again = got.replaced ? " It replaces your earlier answer." : "";
       say("✓ Received: “" + got.answer + "”" + level + "." + again +

@@ -16,9 +16,9 @@ _ENDPOINTS = (
     (sessions.class_join, "class_join", "class_join(code) -> {code, shown_code, title, student_id}"),
     (sessions.class_ask, "class_ask", "class_ask(lecturer_key, kind, text, model, choices, correct, top_k) -> "
      "{question_id, kind, text, model, settings, choices, correct}; kind: fill_mask | next_token | choice | number"),
-    (sessions.class_answer, "class_answer", "class_answer(code, student_id, answer, confidence) -> {question_id, "
-     "replaced, answer, confidence}: stored before this returns; a second answer replaces the first; confidence "
-     "(optional) 1 guessing … 4 sure"),
+    (sessions.class_answer, "class_answer", "class_answer(code, student_id, answer, confidence, question_id) -> "
+     "{question_id, replaced, answer, confidence}: stored before this returns; a second answer replaces the first; "
+     "confidence (optional) 1 guessing … 4 sure; question_id (optional) the question the page shows"),
     (sessions.class_state, "class_state", "class_state(code, student_id) -> {question, answers, revealed, results, "
      "your_answer, closed, version}: results only after the reveal"),
     (second_vote.class_round, "class_round", "class_round(lecturer_key) -> {question_id, round: 2, first_round, kind, "

@@ -2,7 +2,7 @@
 
 - `GET /class/version?code=CODE`: a student's page in a class (assets/js/classroom.js) asks it every few seconds
   whether the class moved on; only when the answer changes does the page run its Gradio event to redraw the panel.
-- `POST /class/answer` (JSON `{code, student_id, answer, confidence}`): the page's Send. The same function as the
+- `POST /class/answer` (JSON `{code, student_id, answer, confidence, question_id}`): the page's Send. The same function as the
   `/class_answer` endpoint (sessions.class_answer: checked, committed before the reply), and the same answer.
 
 A Gradio event costs its request, the page's session state and the pre- and post-processing of its outputs: 5 to 7
@@ -66,11 +66,11 @@ async def class_answer(request: Request) -> JSONResponse:
         if not isinstance(sent, dict):
             raise ValueError
     except ValueError:
-        return JSONResponse({"error": "Send JSON: {code, student_id, answer, confidence}."}, status_code=400,
+        return JSONResponse({"error": "Send JSON: {code, student_id, answer, confidence, question_id}."}, status_code=400,
                             headers=NO_STORE)
     try:  # the database write waits in the thread pool, not in the event loop
         stored = await run_in_threadpool(sessions.class_answer, sent.get("code", ""), sent.get("student_id", ""),
-                                         sent.get("answer"), sent.get("confidence"), request)
+                                         sent.get("answer"), sent.get("confidence"), sent.get("question_id"), request)
     except LabError as exc:
         return refusal(exc)
     return JSONResponse(stored, headers=NO_STORE)

@@ -260,18 +260,25 @@ def time_left(question) -> float | None:
 
 
 def class_answer(code: str, student_id: str, answer: str, confidence: int | str | None = None,
-                 request=None) -> dict:
-    """`/class_answer(code, student_id, answer, confidence)`: this student's answer to the current question,
-    committed to the database before this returns; sending again replaces it (replaced: true). confidence
-    (optional): how sure they are, 1 (guessing) to 4 (sure). After the lecturer's timer ran out: refused, not
-    stored."""
+                 question_id: int | None = None, request=None) -> dict:
+    """`/class_answer(code, student_id, answer, confidence, question_id)`: this student's answer to the current
+    question, committed to the database before this returns; sending again replaces it (replaced: true).
+    confidence (optional): how sure they are, 1 (guessing) to 4 (sure). question_id (optional): the question the
+    student's page shows; refused when the lecturer has moved on (a second vote included), so that no answer lands
+    on a question its student has not seen. After the lecturer's timer ran out: refused, not stored."""
     found = session_of_code(code, request)
     student_id = check_student(student_id)
+    shown = None if question_id in (None, "", 0) else check_int(question_id, "The question id", 1)
+    if shown is not None and found.question is not None and shown != found.question.id:
+        changed(found.session.code)  # this front-end's look may be a second behind the page's: look again once
+        found = session_of_code(code, request)
     question = found.question
     if found.session.closed_at is not None:
         raise BadInput("This class has ended: answers are closed.")
     if question is None:
         raise BadInput("There is no question open right now: wait for the lecturer's next one.")
+    if shown is not None and shown != question.id:
+        raise BadInput("The lecturer has moved on: your page now shows the question to answer. Send again.")
     if question.revealed_at is not None:
         raise BadInput("The answers to this question are revealed: wait for the lecturer's next question.")
     if time_left(question) == 0:

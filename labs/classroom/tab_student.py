@@ -86,7 +86,7 @@ def view(state: dict, seen, page: dict | None = None) -> dict:
     updates = {
         "head": f"**Class {ui.md(state['shown_code'])}**" + (f" · {ui.md(state['title'])}" if state["title"] else ""),
         "question": views.question_html(question, waiting="Waiting for the lecturer's question…")
-        + views.page_marker(page),
+        + views.page_marker(page, question),
         "word": gr.update(visible=open_question and kind != "choice", placeholder=views.ANSWER_HINTS.get(kind, ""),
                           **({"value": ""} if new_question else {})),
         "choice": gr.update(visible=open_question and kind == "choice",
@@ -148,14 +148,15 @@ def build_panel(ctx: Build) -> Panel:
         except LabError as exc:
             return as_list(refused(str(exc)))
 
-    def on_send(page, word, choice, sure, request: gr.Request):
+    def on_send(page, seen, word, choice, sure, request: gr.Request):
         if not page:
             return views.status_html("⚠️ Join a class first.")
         snapshot = sessions.snapshot(page["code"])
         kind = snapshot.question.kind if snapshot and snapshot.question else None
         try:
+            shown = seen.get("question") if isinstance(seen, dict) else None  # the question this page shows
             sent = sessions.class_answer(page["code"], page["student"], choice if kind == "choice" else word, sure,
-                                         request)
+                                         shown, request)
         except LabError as exc:
             return views.status_html(f"⚠️ {ui.esc(str(exc))}")
         again = " It replaces your earlier answer." if sent["replaced"] else ""
@@ -165,7 +166,7 @@ def build_panel(ctx: Build) -> Panel:
     state_inputs = [hooks.membership]
     ui.wire(ctx.demo.load, on_open, state_inputs, [hooks.membership, panel.page, *outputs], queue=False)
     ui.wire(refresh.click, on_refresh, [panel.page, panel.seen], outputs, queue=False, show_progress="hidden")
-    ui.wire([send.click, word.submit], on_send, [panel.page, word, choice, sure], status, queue=False,
+    ui.wire([send.click, word.submit], on_send, [panel.page, panel.seen, word, choice, sure], status, queue=False,
             show_progress="minimal")  # a row in the database: no queue (labs/classroom/tab.py)
     ui.wire(leave.click, lambda: (None, gr.update(visible=False)), None, [panel.page, column],
             queue=False).then(None, js=LEAVE_JS)

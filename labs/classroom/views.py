@@ -64,12 +64,13 @@ def question_html(question: dict | None, *, waiting: str = "Waiting for the lect
             f'{esc(question["text"])}{continues}</div>{options}</div>')
 
 
-def page_marker(page: dict | None) -> str:
-    """The student's own class code and id, hidden in their page for its Send (assets/js/classroom.js): the id is
-    theirs (their browser keeps it), never shown, never sent to anyone else."""
+def page_marker(page: dict | None, question: dict | None) -> str:
+    """The student's own class code and id, and the question their page shows, hidden in the page for its Send
+    (assets/js/classroom.js): the id is theirs (their browser keeps it), never shown, never sent to anyone else."""
     if not page:
         return ""
-    return f'<span hidden class="lab-class-me" data-code="{esc(page["code"])}" data-student="{esc(page["student"])}"></span>'
+    return (f'<span hidden class="lab-class-me" data-code="{esc(page["code"])}" data-student="{esc(page["student"])}" '
+            f'data-question="{(question or {}).get("id") or ""}"></span>')
 
 
 def clock(seconds: float) -> str:
@@ -88,7 +89,7 @@ def countdown_html(seconds_left: float | None) -> str:
 
 
 def sure_words(sent: dict) -> str:
-    """How sure the student said they were, after their answer: " (you are sure)"; nothing when they did not say."""
+    """How sure the student said they were, after their answer: " (sure)"; nothing when they did not say."""
     level = sent.get("confidence", sent.get("your_confidence"))
     return f" ({CONFIDENCE_LEVELS[level - 1]})" if level else ""
 
