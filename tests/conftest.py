@@ -43,10 +43,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# A model batch a few steps below the request threads (batching.lower_priority) is for a server whose cores are its
-# own. Here the browsers share the two cores with the servers, and the model's batches are what their pages wait
-# for: a full run with it took about 30 % longer (29 November 2026). Its own test sets the value it checks.
-os.environ["LAB_COMPUTE_NICE"] = "0"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LAB_EXTRA_MODELS"] = f"{TINY_BERT},{TINY_GPT2},{TINY_T5},{TINY_BERT_PRETRAINING}"
 os.environ.setdefault("LAB_CACHE_DIR", str(Path.home() / ".cache" / "lm-lab"))  # shared: convert SmolLM2 once
