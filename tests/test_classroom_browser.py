@@ -140,6 +140,13 @@ def test_a_question_from_the_projector_to_a_phone_and_back(lecturer, phone, app_
     assert lecturer.locator(".lab-class-join-line").is_visible()  # the join card folded to one line
     expect(lecturer.locator("#lab-class-details")).to_contain_text("1 of 4 said how sure they were", timeout=SCREEN)
     shot(lecturer, "classroom-projector-second-vote")
+    lecturer.locator("#lab-present-toggle").click()  # the normal view, projected: the tab's explainer folds
+    lecturer.wait_for_function("() => !document.body.classList.contains('lab-present')")
+    expect(lecturer.locator(".lab-class-explainer").first).to_be_hidden()
+    lecturer.evaluate("() => window.scrollTo(0, 0)")  # the first screen, as the room sees it
+    top = lecturer.evaluate("() => document.querySelector('#lab-class-plot').getBoundingClientRect().top + scrollY")
+    assert top < 720, "in the normal view too, both votes' chart starts on the projector's first screen"
+    shot(lecturer, "classroom-normal-second-vote")
     expect(student.locator(".lab-class-rounds-line")).to_contain_text("3 of the 4 who voted twice changed",
                                                                      timeout=SCREEN)
     expect(student.locator(".lab-class-yours")).to_contain_text("Your answer “floor” (sure)", timeout=SCREEN)

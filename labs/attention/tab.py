@@ -23,7 +23,8 @@ FAMILIES = compute.FAMILIES  # masked, encoder, causal, seq2seq (T5: encoder, de
 EXPLAINER = """**Every head in every layer spreads each token's attention over the other tokens, and many heads
 specialise**: one looks at the previous token, one at `[SEP]`, one links a pronoun to its noun. Type a
 sentence (or a pair A/B for BERT-style models), then find those heads in the bertviz views, the heatmaps
-and the map of all heads below. The example is the lecture's "bank" pair. An encoder-decoder (T5) has
+and the map of all heads below. The example is a pair of LM Lab's own "bank" sentences
+(the course's word for the point: Textbook, 20.1.2 The Polysemy Problem). An encoder-decoder (T5) has
 three kinds: the encoder's, the decoder's (causal) and the cross-attention from decoder to encoder."""
 TRY_THIS = (
     "The bank pair: in the head view, pick the filter Sentence B -> Sentence A and hover over \"bank\". "

@@ -175,7 +175,7 @@ def layout() -> SimpleNamespace:
 
 def build(ctx: Build) -> None:
     hooks = ctx.class_hooks
-    ui.explainer(EXPLAINER)
+    ui.explainer(EXPLAINER, "lab-class-explainer")  # folded while this page lectures (assets/lab.css)
     parts = layout()
     ui.try_this(*TRY_THIS)
     tab_lecturer.wire(parts)

@@ -110,7 +110,7 @@ def _chinchilla_row() -> dict:
     return {**_figure("Chinchilla's rule (N ≈ 20 D as printed)", "course_chinchilla"),
             "estimate": f"D ≈ 20·N: 1B parameters → {presets.TOKENS_PER_PARAM * 1e9 / 1e9:.0f}B tokens (paper, "
                         f"table 3: 20.2B); the optimal split of that compute: N = {params:.3g}, D = {tokens:.3g}",
-            "note": "Inverted (ERRATA 13): the compute-optimal data size is about 20 tokens per parameter, D ≈ 20 N. "
+            "note": "Inverted: the compute-optimal data size is about 20 tokens per parameter, D ≈ 20 N. "
                     "N ≈ 20 D, as printed, would train 1B parameters on 50M tokens."}
 
 
@@ -125,7 +125,7 @@ def _memory_row() -> dict:
                         f"{(m['total'] - m['activations']) / gib:.2f} GiB either way; activations "
                         f"{f['activations'] / gib:.1f} → {m['activations'] / gib:.1f} GiB; in all "
                         f"{f['total'] / gib:.1f} → {m['total'] / gib:.1f} GiB",
-            "note": "Differs (ERRATA 14): with Adam, mixed precision keeps an fp32 master copy, so weights, gradients "
+            "note": "Differs: with Adam, mixed precision keeps an fp32 master copy, so weights, gradients "
                     "and optimizer state stay at 16 bytes per parameter (Rajbhandari et al. 2020, ZeRO); only the "
                     "activations halve, so memory falls only where activations dominate."}
 

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labs.core.errors import check_int
-from labs.core.ui import plots, ui
+from labs.core.ui import course_quotes, plots, ui
 from labs.core.ui.build import Build
 from labs.embeddings import compute, tab_pooling, tab_probes, tab_static
 
@@ -35,7 +35,8 @@ TRY_THIS = (
     "Add a distractor that shares every word with a sentence but not its meaning (\"The dog bit the man.\" / "
     "\"The man bit the dog.\"): which pooling is fooled?",
     "What each layer knows: before you look, guess which probe peaks highest up. Does word sense need the upper "
-    "layers, as the textbook's picture says? Why might position fade towards the top of a sentence encoder?")
+    f"layers? (The textbook says of ELMo's: “{course_quotes.text('elmo_layers')}”, 20.1.3.) Why might position "
+    "fade towards the top of a sentence encoder?")
 # What each family's vectors are and what they can depend on, for the notes under a result.
 READS = {
     "masked": "a masked LM, an encoder: it reads both sides of the word, so the words after it change its vector.",

@@ -162,7 +162,7 @@ def build(ctx: Build) -> None:
     with gr.Row():
         predict_btn = gr.Button("Predict the blanks", variant="primary")
         ctx.ask_button("fill_mask", "🙋 Ask the class about this blank", text=text, model=model, top_k=top_k)
-    gr.Examples([[e] for e in EXAMPLES], inputs=[text], label="Examples from the lecture", elem_id="fm-examples")
+    gr.Examples([[e] for e in EXAMPLES], inputs=[text], label="Examples", elem_id="fm-examples")
     filled = gr.Markdown()
     with gr.Row():
         with gr.Column(scale=3):

@@ -9,7 +9,7 @@ import pandas as pd
 
 from labs.core.errors import BadInput, check_int
 from labs.core.models import models
-from labs.core.ui import ui
+from labs.core.ui import course_quotes, ui
 from labs.core.ui.build import Build
 from labs.finetune import (
     codegen,
@@ -55,6 +55,9 @@ BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"
 FILMS = "Built-in, film reviews only (then tested on every domain)"
 SOURCES = [(BUILTIN, "builtin"), (FILMS, "films"), (UPLOAD, "upload")]
 UPLOAD_HINT = "Upload a CSV file with the columns text,label."
+TOO_HIGH_QUESTION = next(line for line in course_quotes.workbook("B5.1") if "1e-2" in line)
+PRESETS_SOURCE = (f"{course_quotes.get('recipe_rate').cite}: “{course_quotes.text('recipe_rate')}”; the handout (B5.1) asks "
+                  f"“{TOO_HIGH_QUESTION.lstrip('# ')}”")
 PREVIEW_HEADERS = ["text", "label", "split"]
 STARTING = "Starting…"
 
@@ -146,7 +149,7 @@ def settings_section(train_size: int) -> SimpleNamespace:
     with gr.Accordion("3. Hyper-parameters", open=True, elem_classes=["lab-secondary"]):
         with gr.Row():
             lr = gr.Number(DEFAULTS["learning_rate"], label="Learning rate", minimum=0)
-            preset = gr.Radio(list(LEARNING_RATE_PRESETS), label="Lecture presets", value=None)
+            preset = gr.Radio(list(LEARNING_RATE_PRESETS), label="Presets", value=None, info=PRESETS_SOURCE)
         with gr.Row():
             epochs = gr.Slider(*LIMITS["epochs"], value=DEFAULTS["epochs"], step=1, label="Epochs", elem_id="ft-epochs")
             batch_size = gr.Slider(*LIMITS["batch_size"], value=DEFAULTS["batch_size"], step=1, label="Batch size")

@@ -62,7 +62,7 @@ def arithmetic(tokens: list[str]):
             + ", ".join(f"{s:.6f}" for s in ex.weights.sum(axis=1))
             + f"\n\nThe slide ({ui.md(slide.cite)}) writes it `{slide.text}`. Computed that way, as written, "
             f"{nans} of the {ex.slide_way.size} scores are NaN (every allowed one: 0 · (−∞) = NaN in floating point), "
-            "and softmax turns every row NaN: implementations fill instead of multiplying (ERRATA 15).")
+            "and softmax turns every row NaN: implementations fill instead of multiplying.")
     shown = np.where(np.isinf(ex.masked_scores), np.nan, ex.masked_scores)
     return (text, plots.heatmap(shown, ex.tokens, title="masked_fill(M = 0, −∞)  (blank = −∞)", zmin=None,
                                 text_format="%{z:.1f}", colorscale="RdBu"),

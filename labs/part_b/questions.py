@@ -83,7 +83,7 @@ QUESTIONS: tuple[Question, ...] = (
         tolerance="± 0.05 tokens",
         lab=("tab=fill_mask", "Fill in the blank: the masking simulator"),
         erratum="The handout's “15% (1 token)” rounds: each token is chosen with probability 0.15, so a 5-token "
-                "sentence has 0.75 chosen tokens on average, and often 0 or 2 (ERRATA 16). The check asks for the "
+                "sentence has 0.75 chosen tokens on average, and often 0 or 2. The check asks for the "
                 "average; the evidence draws with transformers' own DataCollatorForLanguageModeling.",
         answer_type="number"),
     Question("B1.1b", "B1: Understanding MLM", quote("B1.1b"), "open",
@@ -99,7 +99,7 @@ QUESTIONS: tuple[Question, ...] = (
         tolerance="± 0.005 each",
         lab=("tab=next_token", "Next token: softmax by hand"),
         erratum="The handout's formula uses h_t, “the hidden state at position t”, to predict x_t; the state that "
-                "predicts x_t is the one at t − 1, which has read x_1 … x_{t−1} (ERRATA 8). The numbers below do "
+                "predicts x_t is the one at t − 1, which has read x_1 … x_{t−1}. The numbers below do "
                 "not depend on it.", answer_type="numbers"),
     Question("B2.2a", "B2: Generation Strategy", quote("B2.2a"),
              "open", (_f("answer", "Your answer"),),
@@ -114,7 +114,7 @@ QUESTIONS: tuple[Question, ...] = (
          _f("theta", "One step: θ = 0.5, x = 2, y = 1, p = σ(θ·x), L = −log p, α = 0.1. θ_new = ?")),
         tolerance="the sign; θ_new ± 0.001",
         lab=("tab=finetune", "Fine-tune"),
-        erratum="The handout adds the gradient; gradient descent subtracts it: θ_new = θ − α·∇θ L (ERRATA 7). "
+        erratum="The handout adds the gradient; gradient descent subtracts it: θ_new = θ − α·∇θ L. "
                 "The handout's + climbs the loss: the evidence takes both steps.", answer_type="numbers"),
     Question("B3.1b", "B3: Transfer Learning", quote("B3.1b"), "open",
         (_f("why", "Why 2e-5 for fine-tuning?"), _f("too_large", "What happens with too large a learning rate?")),
@@ -131,7 +131,7 @@ QUESTIONS: tuple[Question, ...] = (
         tolerance="the cell's idea in your words (accepted words listed); the parameter row is checked on the configs",
         lab=("tab=choosing", "Choosing a model: the families"),
         erratum="The table's sizes are the largest of each family (BERT-large, GPT-2 XL, T5-11B); the handout's B6.1 "
-                "uses 340M with BERT-base's width 768 (ERRATA 10).", answer_type="text"),
+                "uses 340M with BERT-base's width 768.", answer_type="text"),
     Question("B4.2", "B4: Task Matching", quote("B4.2"), "check",
         (_f("sentiment", "Sentiment analysis", "BERT, GPT or T5"), _f("generation", "Text generation", "BERT, GPT or T5"),
          _f("qa", "Question answering", "BERT, GPT or T5"), _f("translation", "Translation", "BERT, GPT or T5"),
@@ -146,7 +146,7 @@ QUESTIONS: tuple[Question, ...] = (
         tolerance="each value inside the course's ranges (quoted below); then your run beside learning_rate=1e-2",
         lab=("tab=finetune&strategy=freeze_embeddings", "Fine-tune with frozen embeddings"),
         erratum="The code uses TrainingArguments without importing it: add `from transformers import "
-                "TrainingArguments` (ERRATA 9).", answer_type="settings"),
+                "TrainingArguments`.", answer_type="settings"),
     Question("B5.2", "B5: Using GPT for Generation", quote("B5.2"), "run",
         (_f("greedy", "Greedy: the parameter", "name=value", default="do_sample=False"),
          _f("temperature", "temperature", default="0.7"), _f("beams", "num_beams", default="5")),
@@ -157,7 +157,7 @@ QUESTIONS: tuple[Question, ...] = (
         tolerance="the count exact; the percentage ± 2 % of its value, of the matrix or of the 340M model",
         lab=("tab=finetune&strategy=lora&n=16", "Fine-tune with LoRA r = 16"),
         erratum="340M is BERT-large, whose matrices are 1024 × 1024; 768 × 768 is BERT-base (110M). “Percentage "
-                "of original” can mean of the matrix (4.17 %) or of the model: both are accepted (ERRATA 10).",
+                "of original” can mean of the matrix (4.17 %) or of the model: both are accepted.",
         answer_type="numbers"),
     Question("B6.2", "B6: Environmental Impact", quote("B6.2"), "check",
         (_f("co2", "CO2 (tons)"), _f("cost", "Cost ($)"), _f("savings", "Savings (%)")),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.tokens import bpe, compute, mismatch, word_level
+from labs.tokens import bpe, compute, mismatch, unigram, word_level
 
 ENDPOINTS = (
     Endpoint("tokenize", compute.tokenize_json,
@@ -20,4 +20,10 @@ ENDPOINTS = (
              "tokenizer_mismatch(text, encode_with, read_with) -> {ids, encoded_pieces, read_pieces, garbled, "
              "past_vocabulary, own_ids, own_decoded, model: {perplexity_own, perplexity_foreign, ...} | null, "
              "model_note}; garbled = read_with's decode of encode_with's ids"),
+    Endpoint("unigram", unigram.unigram_json,
+             "unigram(text, vocab_size, corpus, alpha, samples, seed) -> {pieces: [{piece, id, log_prob, prob, "
+             "unknown}], viterbi: {pieces, ids, score, probability}, nbest: [{pieces, ids, score, probability}], "
+             "samples: [{pieces, ids, count, score, probability, expected_share}], vocab_size, trained_on, "
+             "log_total, segmentations, ...}; a SentencePiece unigram model trained on corpus (empty: the built-in "
+             "reviews) with vocab_size pieces (60-900); score = the sum of the pieces' log-probabilities"),
 )

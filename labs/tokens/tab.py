@@ -9,7 +9,7 @@ import pandas as pd
 
 from labs.core.ui import ui
 from labs.core.ui.build import Build
-from labs.tokens import bpe, compute, tab_mismatch, tab_word_level, train
+from labs.tokens import bpe, compute, tab_mismatch, tab_unigram, tab_word_level, train
 
 TITLE = "Tokens"
 ID = "tokens"  # the ?tab= link and the folder
@@ -203,6 +203,7 @@ def build(ctx: Build) -> None:
     trained = train_section()
     tab_word_level.build(ctx)
     tab_mismatch.build(ctx)
+    tab_unigram.build(ctx)
     ui.course_links(("gpt2_ids", "GPT-2's ids for “The cat sat on”"), ("wordpiece_lecture", "the lecture's WordPiece splits"), ("wordpiece_textbook", "the textbook's splits"))
     ui.try_this(*TRY_THIS)
     ctx.link(__name__, text=every.text)

@@ -77,7 +77,7 @@ HUB_MODELS = (
     ModelChoice("gpt2", "causal", "hub", "gpt2", "GPT-2 small (124M): the lecture's causal LM"),
     ModelChoice("distilgpt2", "causal", "hub", "distilgpt2", "DistilGPT-2 (82M): a lighter causal LM"),
     ModelChoice("t5-small", "seq2seq", "hub", "t5-small",
-                "T5 small (60M): the lecture's encoder-decoder, pre-trained by span corruption"),
+                "T5 small (60M): an encoder-decoder (the textbook's T5, 20.10), pre-trained by span corruption"),
     ModelChoice("google/bert_uncased_L-4_H-256_A-4", "encoder", "hub", "google/bert_uncased_L-4_H-256_A-4",
                 "BERT-mini (11M): a small encoder that fine-tunes in seconds on a CPU"),
     ModelChoice("distilbert-base-cased-distilled-squad", "encoder", "hub", "distilbert-base-cased-distilled-squad",

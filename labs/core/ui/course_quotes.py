@@ -329,6 +329,8 @@ QUOTES = (
           'I deposited money at the bank.'),
     Quote('static_bank_1', TEXTBOOK, '20.1.2 The Polysemy Problem',
           'We had a picnic on the river bank.'),
+    Quote('elmo_layers', TEXTBOOK, '20.1.3 ELMo: Embeddings from Language Models',
+          'syntax at lower layers, semantics at higher layers'),
     Quote('pooling_textbook', TEXTBOOK, '20.8.3 The [CLS] Token',
           'The [CLS] token representation is often used as a "sentence embedding." However, research (Reimers and '
           'Gurevych, 2019) has shown that the mean of all token embeddings sometimes produces better sentence '
@@ -389,6 +391,13 @@ QUOTES = (
     Quote('word_level_morphology', TEXTBOOK, '20.3.1 Why Subword Tokenization?',
           '- Morphological blindness: "run," "running," "runner," and "runs" are treated as completely unrelated '
           'tokens.'),
+    Quote('unigram_viterbi', TEXTBOOK, '20.3.4 SentencePiece',
+          'The unigram approach starts with a large vocabulary and iteratively removes tokens that least reduce the '
+          'overall likelihood:\n$$\\mathcal{L} = \\sum_{i=1}^{|D|} \\log \\left( \\sum_{\\mathbf{x} \\in S(x_i)} '
+          '\\prod_{j=1}^{|\\mathbf{x}|} p(x_j) \\right)$$\nwhere $S(x_i)$ is the set of all possible segmentations of '
+          'sentence $x_i$.\nThe unigram approach is fundamentally different from BPE. While BPE is greedy (always merge '
+          'the most frequent pair), the unigram model is probabilistic: it assigns a probability to each token and '
+          'finds the most likely segmentation of a given sentence using the Viterbi algorithm.'),
     # Tokens: a model needs its own tokenizer (labs/tokens/mismatch.py)
     Quote('pitfall_title', LECTURE, 'Common Pitfalls in Fine-tuning', 'Pitfall 6: Forgetting Preprocessing'),
     Quote('pitfall_match', LECTURE, 'Common Pitfalls in Fine-tuning', '- Tokenization must match pre-training'),

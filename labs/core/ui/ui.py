@@ -259,9 +259,9 @@ def course_links(*rows: tuple[str, str]) -> gr.Markdown:
                        elem_classes=["lab-course-links"])
 
 
-def explainer(text: str) -> gr.Markdown:
-    """The two or three sentences at the top of a tab: what the student sees and why."""
-    return gr.Markdown(text, elem_classes=["lab-explainer"])
+def explainer(text: str, *classes: str) -> gr.Markdown:
+    """The two or three sentences at the top of a tab: what the student sees and why (classes: more CSS classes)."""
+    return gr.Markdown(text, elem_classes=["lab-explainer", *classes])
 
 
 def try_this(*prompts: str) -> gr.Markdown:
