@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.next_token import beam_tree, compute, generation, inside
+from labs.next_token import beam_tree, compute, generation, inside, ngram
 from labs.next_token.generation import GENERATING
 
 ENDPOINTS = (
@@ -23,4 +23,8 @@ ENDPOINTS = (
     Endpoint("beam_tree", beam_tree.beam_tree_json, "beam_tree(prompt, model, num_beams, max_new_tokens) -> "
              "{model, nodes: [{id, parent, step, token, token_id, logprob, status}], beams: [{text, score}]}",
              concurrency_id="generate"),
+    # Trains (cached) and scores both models' held-out reviews on the first call: a few seconds, then cached.
+    Endpoint("ngram", ngram.ngram_json, "ngram(text) -> {corpus, model, train_reviews, held_out_reviews, "
+             "perplexities: {ngram_per_word, smollm2_per_token, smollm2_per_word, ngram_per_known_word, "
+             "smollm2_per_known_word}, words: [{word, ngram_p, smollm2_p, context_seen, backed_off_to, oov}]}"),
 )

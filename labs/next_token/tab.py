@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from labs.core.ui import ui
 from labs.core.ui.build import Build
-from labs.next_token import tab_distribution, tab_generate, tab_inside, tab_softmax, tab_step
+from labs.next_token import tab_distribution, tab_generate, tab_inside, tab_ngram, tab_softmax, tab_step
 
 TITLE = "Next token"
 ID = "next_token"  # the ?tab= link and the folder
@@ -28,6 +28,7 @@ def build(ctx: Build) -> None:
     main = tab_distribution.build(ctx)
     step, gen, calc = tab_step.build(), tab_generate.build(), tab_softmax.build()
     tab_inside.wire(tab_inside.build(), main.model)
+    tab_ngram.build(ctx)
     ui.course_links(("p_the", "P(the | The cat sat on) = 0.42"), ("hidden_index", "which hidden state predicts x_t"))
     ui.try_this(*TRY_THIS)
     ctx.link(__name__, prompt=main.prompt, model=main.model, temperature=main.temperature, top_k=main.top_k,

@@ -8,36 +8,18 @@ A figure that is in none of the documents is never an entry: the app shows it as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 from labs.core.ui import course_quotes_handout as handout
-
-LECTURE, HANDOUT, STRATEGIES, TEXTBOOK, SUMMARY = (
-    "Lecture, Week 6", "Handout", "Lecture, Pre-training Strategies", "Textbook", "Summary sheet")
-# The course's documents in ../shared/course, by how the app cites them (the README there)
-FILES = {LECTURE: "000_e134d1b9ed4e6724.txt", HANDOUT: "001_a53bc6faf6cc4263.txt",
-         STRATEGIES: "002_e542dddf905ba18f.txt", TEXTBOOK: "003_4e137ff2e23b0b86.txt",
-         SUMMARY: "004_1eb174af2e36d6dc.txt"}
-COURSE_DIR = Path(__file__).resolve().parents[4] / "shared" / "course"  # beside the clone, as in CI
-
-
-@dataclass(frozen=True)
-class Quote:
-    id: str
-    document: str  # as the app cites it: LECTURE, HANDOUT, STRATEGIES, TEXTBOOK or SUMMARY
-    where: str  # the slide title or section heading, as the document writes it
-    text: str  # verbatim
-
-    @property
-    def file(self) -> str:
-        return FILES[self.document]
-
-    @property
-    def cite(self) -> str:
-        """"Textbook, “20.2.2 Architecture”": the document and the heading the text stands under."""
-        return f"{self.document}, “{self.where}”"
-
+from labs.core.ui import course_quotes_words as words
+from labs.core.ui.course_documents import (  # noqa: F401  (the table's names, as the labs and tests use them)
+    COURSE_DIR,
+    FILES,
+    HANDOUT,
+    LECTURE,
+    STRATEGIES,
+    SUMMARY,
+    TEXTBOOK,
+    Quote,
+)
 
 QUOTES = (
     # Choosing a model, "Check the course" (labs/choosing/course.py)
@@ -315,37 +297,6 @@ QUOTES = (
           'New tasks can be defined simply by choosing a new text prefix.'),
     Quote('t5_2', TEXTBOOK, '20.10.1 The Text-to-Text Framework',
           'The same model, same loss function, same training procedure works for every task.'),
-    # Embeddings: static vectors, pooling, probes
-    Quote('static_analogy', TEXTBOOK, '20.1.1 Word2Vec and GloVe: A Brief Recap',
-          'Both approaches learn embeddings by optimizing a prediction objective over a large unlabeled corpus. '
-          'The resulting vectors capture remarkable semantic relationships---the famous example being:'),
-    Quote('static_formula', TEXTBOOK, '20.1.1 Word2Vec and GloVe: A Brief Recap',
-          '$$\\text{vec}(\\text{"king"}) - \\text{vec}(\\text{"man"}) + \\text{vec}(\\text{"woman"}) \\approx '
-          '\\text{vec}(\\text{"queen"})$$'),
-    Quote('static_static', TEXTBOOK, '20.1.1 Word2Vec and GloVe: A Brief Recap',
-          'Both Word2Vec and GloVe produce a single fixed vector per word type. This is their fundamental '
-          'limitation.'),
-    Quote('static_bank_0', TEXTBOOK, '20.1.2 The Polysemy Problem',
-          'I deposited money at the bank.'),
-    Quote('static_bank_1', TEXTBOOK, '20.1.2 The Polysemy Problem',
-          'We had a picnic on the river bank.'),
-    Quote('elmo_layers', TEXTBOOK, '20.1.3 ELMo: Embeddings from Language Models',
-          'syntax at lower layers, semantics at higher layers'),
-    Quote('pooling_textbook', TEXTBOOK, '20.8.3 The [CLS] Token',
-          'The [CLS] token representation is often used as a "sentence embedding." However, research (Reimers and '
-          'Gurevych, 2019) has shown that the mean of all token embeddings sometimes produces better sentence '
-          'representations, especially for tasks like semantic similarity.'),
-    Quote('pooling_lecture', LECTURE, 'Special Tokens: Purpose and Usage',
-          'Output of [CLS]: Sentence embedding for sentiment classification'),
-    Quote('probes_0', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
-          "Research (Jawahar et al., 2019; Tenney et al., 2019) has shown that BERT's layers encode a hierarchy of "
-          'linguistic information:'),
-    Quote('probes_1', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
-          '- Lower layers (1--4): Surface-level features---part-of-speech tags, simple syntax.'),
-    Quote('probes_2', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
-          '- Middle layers (5--8): Syntactic structure---parse trees, dependency relations.'),
-    Quote('probes_3', TEXTBOOK, '20.8.1 What Do Different Layers Capture?',
-          '- Upper layers (9--12): Semantic features---coreference, entity types, semantic roles.'),
     # Pre-training: curating the data, the recipe (learning-rate schedules)
     Quote('curation_dedup', TEXTBOOK, '20.13.1 The Importance of Data Quality',
           'Common deduplication approaches include exact deduplication (hash-based), MinHash locality-sensitive '
@@ -379,30 +330,6 @@ QUOTES = (
     Quote('accumulation_batch', TEXTBOOK, '20.11.4 Gradient Accumulation', 'per_device_train_batch_size=4,'),
     Quote('accumulation_steps', TEXTBOOK, '20.11.4 Gradient Accumulation',
           'gradient_accumulation_steps=8, # Effective batch size = 4 * 8 = 32'),
-    # Tokens: why a word-level vocabulary fails (labs/tokens/word_level.py)
-    Quote('word_level_novel', STRATEGIES, 'Word structure and subword models',
-          'All *novel* words seen at test time are mapped to a single UNK.'),
-    *(Quote(f'word_level_{word.lower()}', STRATEGIES, 'Word structure and subword models', word)
-      for word in ('hat', 'learn', 'taaaaasty', 'laern', 'Transformerify')),
-    Quote('word_level_explosion', TEXTBOOK, '20.3.1 Why Subword Tokenization?',
-          '- Vocabulary explosion: Natural language has an enormous number of word forms (inflections, compounds, '
-          'neologisms). A word-level vocabulary must be extremely large or suffer from many out-of-vocabulary (OOV) '
-          'tokens.'),
-    Quote('word_level_morphology', TEXTBOOK, '20.3.1 Why Subword Tokenization?',
-          '- Morphological blindness: "run," "running," "runner," and "runs" are treated as completely unrelated '
-          'tokens.'),
-    Quote('unigram_viterbi', TEXTBOOK, '20.3.4 SentencePiece',
-          'The unigram approach starts with a large vocabulary and iteratively removes tokens that least reduce the '
-          'overall likelihood:\n$$\\mathcal{L} = \\sum_{i=1}^{|D|} \\log \\left( \\sum_{\\mathbf{x} \\in S(x_i)} '
-          '\\prod_{j=1}^{|\\mathbf{x}|} p(x_j) \\right)$$\nwhere $S(x_i)$ is the set of all possible segmentations of '
-          'sentence $x_i$.\nThe unigram approach is fundamentally different from BPE. While BPE is greedy (always merge '
-          'the most frequent pair), the unigram model is probabilistic: it assigns a probability to each token and '
-          'finds the most likely segmentation of a given sentence using the Viterbi algorithm.'),
-    # Tokens: a model needs its own tokenizer (labs/tokens/mismatch.py)
-    Quote('pitfall_title', LECTURE, 'Common Pitfalls in Fine-tuning', 'Pitfall 6: Forgetting Preprocessing'),
-    Quote('pitfall_match', LECTURE, 'Common Pitfalls in Fine-tuning', '- Tokenization must match pre-training'),
-    Quote('pitfall_solution', LECTURE, 'Common Pitfalls in Fine-tuning',
-          "- **Solution:** Use model's own tokenizer"),
     # Choosing a model: published architectures, counted on the meta device
     Quote('specs_gpt_params', LECTURE, 'Appendix B: GPT Architecture Specifications', 'Parameters\t117M\t1.5B\t175B'),
     Quote('specs_bert_params', LECTURE, 'Appendix A: BERT Architecture Specifications', 'Total Parameters\t110M\t340M'),
@@ -429,6 +356,7 @@ QUOTES = (
 QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
                 for exercise, (where, lines) in handout.WORKBOOK.items() for n, line in enumerate(lines, 1))
 QUOTES += tuple(Quote(preset, HANDOUT, where, line) for preset, (where, line) in handout.PRESETS.items())
+QUOTES += words.QUOTES  # word vectors, tokenizers and n-grams (in their own file for its size)
 BY_ID = {q.id: q for q in QUOTES}
 
 
