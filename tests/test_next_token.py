@@ -307,7 +307,7 @@ def test_stop_then_generate_again_starts_a_new_text(page):
     """Stop ends the text (the run finishes normally), and a Generate clicked right after runs."""
     open_tab(page, "Next token")
     page.get_by_text("Entropy:").wait_for(timeout=60000)
-    page.get_by_label("sample").check()
+    page.get_by_role("radio", name="sample", exact=True).check()  # (other panels have "samples")
     box = page.locator("#generate-output textarea")
     page.get_by_role("button", name="Generate", exact=True).click()
     page.wait_for_function("el => el.value.length > 5", arg=box.element_handle(), timeout=60000)
