@@ -37,7 +37,7 @@ from labs.classroom import endpoints as classroom_endpoints  # noqa: E402
 from labs.classroom import store as class_store  # noqa: E402
 from labs.classroom import tab as classroom  # noqa: E402
 from labs.core.models import offline_cache  # noqa: E402
-from labs.core.serving import fast_sessions, static_cache, status_route, tab_bar
+from labs.core.serving import fast_sessions, lti_routes, static_cache, status_route, tab_bar
 from labs.core.ui import status, theme, ui
 from labs.core.ui.build import Build
 from labs.core.work import ray_backend, ray_passes, services, zerogpu
@@ -168,6 +168,8 @@ def main() -> None:
     if backup.folder() is not None:  # LAB_BACKUP_DIR: a restarted Space's classes come back from the bucket now
         threading.Thread(target=class_store.get, name="class restore", daemon=True).start()
     demo = build_app()
+    # The LMS connection (LTI 1.3, /lti/...): the class database, the data folder for its key, the labs a course links.
+    lti_routes.configure(lambda: class_store.get().engine, class_store.data_dir(), [(lab.ID, lab.TITLE) for lab in LABS])
     gc.freeze()  # the app's own objects live until it stops: the garbage collector need not walk them
     demo.launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
@@ -181,7 +183,7 @@ def main() -> None:
         max_threads=CONCURRENT_EVENTS * 2,
         # Plain HTTP routes, before Gradio's own: a student's page asks whether its class moved on
         # (labs/classroom/poll_route.py), and every page whether the status line changed, without a Gradio event.
-        app_kwargs={"routes": [*poll_route.ROUTES, *status_route.ROUTES]},
+        app_kwargs={"routes": [*poll_route.ROUTES, *status_route.ROUTES, *lti_routes.ROUTES]},
     )
 
 

@@ -23,7 +23,10 @@ def sensible(endpoint: str, tiny: dict) -> dict:
               "/t5_text_to_text": {"model": t5, "prefix": "summarize:"},
               "/gradient_step": {"features": [1.0, 2.0], "label": 1, "weights": [0.5, -0.5]},
               "/cost": {"params": 1.1e8, "tokens": 1.3e11}, "/memory": {"params": 1.1e8}, "/chinchilla": {"compute": 1e21},
-              "/check_part_b": {"answers_json": {"B2.1": {"sat": "0.58"}}}}
+              "/check_part_b": {"answers_json": {"B2.1": {"sat": "0.58"}}},
+              # the trainers at their smallest: a real run, in seconds
+              "/cheating": {"steps": 100}, "/theta_distance": {"model": m, "learning_rates": [0.0], "sizes": [8]},
+              "/baseline": {"model": m, "train_examples": 8}}
     causal = ("/next_token", "/generate", "/score", "/logit_lens", "/beam_tree", "/few_shot", "/domain_shift")
     return {**({"model": c} if endpoint in causal else {"model": m}), **models.get(endpoint, {})}
 

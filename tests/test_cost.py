@@ -128,6 +128,23 @@ def test_course_figures_name_their_disagreements():
         assert all(q in texts for q in r["quotes"])
         assert bool(r["quotes"]) == (r["source"] != course.NOT_IN_THE_COURSE)
         assert not r["note"].startswith("Agrees") or r["quotes"]
+        assert len(r["quote_sources"]) == len(r["quotes"])
+
+
+def test_every_figure_the_course_gives_for_bert_stands_beside_the_others():
+    """Errata 17 and 18 whole: the lecture's three cost figures, the textbook's and Appendix E's, and the three
+    hardware counts (the lecture's, the textbook's and Appendix A's "TPU pods"), each with its own place."""
+    from labs.core.ui import course_quotes
+
+    rows = {r["figure"]: r for r in course.course_figures()}
+    cost, hardware = rows["BERT's pre-training cost"], rows["BERT's hardware"]
+    assert "BERT-large\t\\$25K" in cost["quotes"] and "$7,000--$12,000" in " ".join(cost["quotes"])
+    assert "Appendix E: Training Cost Analysis" in " ".join(cost["quote_sources"])
+    assert course_quotes.text("cost_tpu_pods") in hardware["quotes"] and "64 TPU chips" in hardware["estimate"]
+    assert hardware["note"].startswith("Differs") and "not pods" in hardware["note"]
+    from labs.cost import tab_scaling
+    table = tab_scaling.course_table()
+    assert "Appendix A: BERT Architecture Specifications" in table and "16 TPU pods · 64 TPU pods" in table
 
 
 def test_the_memory_row_follows_errata_14():

@@ -1,7 +1,8 @@
 """ULMFiT's middle stage: the lecture's three stages quoted verbatim under "ULMFiT"; the middle stage's loss is the
 next-word (or masked-word) cross-entropy a hand loop computes; the classifier starts from the language model's own
 transformer; a run on tiny models lowers the held-out language-model loss and reports both fine-tunes; the real
-SmolLM2 goes through a short middle stage and becomes a classifier; the panel draws."""
+SmolLM2 goes through a short middle stage and becomes a classifier; the perplexity on the other domains' texts
+(assets/domains.txt, none a review) is exp of transformers' own loss recomputed text by text; the panel draws."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import pytest
 
 from labs.core.errors import BadInput
 from labs.core.models import models
+from labs.core.ui import course_quotes
 from labs.finetune import tab_ulmfit, training, ulmfit
 from labs.finetune.data import builtin_data
 
 COURSE = Path(__file__).resolve().parents[2] / "shared" / "course"
 STRATEGIES = "002_e542dddf905ba18f.txt"
 TEXTS = [t for t, _ in builtin_data().train[:16]]
+OTHER = [t for _, t in ulmfit.other_domain_texts()]
 
 
 @pytest.mark.skipif(not COURSE.exists(), reason="the course's documents are in ../shared/course")
@@ -43,6 +46,32 @@ def hand_causal_loss(model, tokenizer, texts: list[str], dropout_seed: int | Non
     targets[enc["attention_mask"][:, 1:] == 0] = -100
     return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets.reshape(-1),
                                              ignore_index=-100).item()
+
+
+def perplexity_by_hand(loaded, texts: list[str]) -> float:
+    """exp of the mean next-token loss over every predicted token of the texts, each text alone through
+    transformers' own loss: model(ids, labels=ids).loss is the mean over its len(ids) − 1 predictions."""
+    import math
+
+    import torch
+
+    loaded.model.eval()
+    total = count = 0
+    with torch.no_grad():
+        for text in texts:
+            ids = loaded.tokenizer(text, return_tensors="pt")["input_ids"]
+            total += loaded.model(ids, labels=ids).loss.item() * (ids.shape[1] - 1)
+            count += ids.shape[1] - 1
+    return math.exp(total / count)
+
+
+def test_the_other_domains_are_the_assets_texts_none_a_review():
+    lines = [line for line in ulmfit.OTHER_DOMAINS.read_text().splitlines() if line.strip()]
+    texts = [line for line in lines if not line.startswith("#")]
+    assert OTHER == texts and len({d for d, _ in ulmfit.other_domain_texts()}) == sum(
+        line.startswith("# ") and len(line.split()) <= 3 for line in lines)
+    reviews = {t for t, _ in builtin_data().train + builtin_data().validation}
+    assert not reviews & set(OTHER)
 
 
 def test_the_middle_stages_loss_is_the_next_word_cross_entropy_by_hand(tiny_models):
@@ -96,7 +125,13 @@ def test_a_run_lowers_the_held_out_lm_loss_and_reports_both_fine_tunes(tiny_mode
     assert j["gain"] == pytest.approx(j["with"]["accuracy"] - j["without"]["accuracy"])
     assert [s["quote"] for s in j["stages"]] == [q for _, q in ulmfit.STAGES]
     frame = tab_ulmfit.rows(j)
-    assert frame.shape == (3, 3) and f"{j['with']['accuracy']:.1%}" in frame.values[1]
+    assert frame.shape == (4, 3) and f"{j['with']['accuracy']:.1%}" in frame.values[2]
+    assert f"perplexity {j['ood_perplexity_after']:.1f}" in frame.values[1][2]
+    loaded = models.load(tiny_models["causal"], "causal")  # the shared model: the run trained copies
+    assert j["ood_perplexity_before"] == pytest.approx(perplexity_by_hand(loaded, OTHER), rel=1e-5)
+    assert j["ood_loss_after"] != j["ood_loss_before"] and j["ood_texts"] == len(OTHER) >= 12
+    assert "news" in j["ood_domains"] and "reviews" not in " ".join(j["ood_domains"])
+    assert [q["text"] for q in j["domain_shift"]] == [course_quotes.text(q) for q in ulmfit.DOMAIN_QUOTES]
     assert "points on 88 validation reviews" in tab_ulmfit.summary(j)
 
 

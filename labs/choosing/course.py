@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from labs.choosing import qa_check
 from labs.core.errors import BadInput
 from labs.core.models import gpt2_offline, models
 from labs.core.ui import course_quotes
@@ -131,9 +132,19 @@ def qa_indices() -> Row:
         return row
     tokens = tok.convert_ids_to_tokens(tok("Where is Paris?", "Paris is in France")["input_ids"])
     row.measured = ", ".join(f"{i}: {t}" for i, t in enumerate(tokens))
-    row.measured_with, row.note = used, note + " What a SQuAD model answers needs one from the Hub (not measured here)."
+    row.measured_with, row.note = used, note + " " + squad_answer()
     row.verdict = AGREES if tokens[5:6] == ["paris"] and tokens[8:9] == ["france"] else DIFFERS
     return row
+
+
+def squad_answer() -> str:
+    """What the Hub's SQuAD model answers (labs.choosing.qa_check), or why it is not measured here."""
+    if not offered(qa_check.SQUAD):
+        return (f"What a SQuAD model answers needs {qa_check.SQUAD} from the Hub (not measured here; the panel "
+                "“Question answering: the summary sheet's example, run” shows the span head's path with random weights).")
+    a = qa_check.answer()
+    return (f"{qa_check.SQUAD} answers “{a.answer}”: start index {a.start_index}, end index {a.end_index} in its own "
+            f"(cased) tokens, score {a.score:.2f}.")
 
 
 def p_cat() -> Row:

@@ -3,7 +3,7 @@ from them)."""
 
 from __future__ import annotations
 
-from labs.choosing import architectures, bias, cards, course, distillation, domains, few_shot
+from labs.choosing import architectures, bias, cards, course, distillation, domains, features, few_shot, qa_check
 from labs.choosing import t5_prefixes as t5
 from labs.choosing import temperature as dt
 from labs.core.work.endpoints import Endpoint
@@ -33,4 +33,10 @@ ENDPOINTS = (
              "p_he, p_she, p_they, log_ratio}], what_it_shows}"),
     Endpoint("domain_shift", domains.domain_shift_api, "domain_shift(model, text) -> {domains: [{domain, perplexity, "
              "tokens, texts}], yours}"),
+    Endpoint("features", features.features_api, "features(text) -> {text, reviews, labels, folds, classifier, "
+             "baseline, encoder, decoder, sizes, rows: [{key, model, pooling, what, width, accuracy, by_fold, verdict, "
+             "p_positive}]}"),
+    Endpoint("qa_span", qa_check.qa_api, "qa_span(question, context) -> {model, trained, tokens, parts, start_index, "
+             "end_index, start_char, end_char, answer, score, p_start, p_end, course_start, course_end, "
+             "course_tokens, note}"),
 )

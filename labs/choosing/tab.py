@@ -8,6 +8,7 @@ from labs.choosing import (
     tab_bias,
     tab_cards,
     tab_distillation,
+    tab_features,
     tab_few_shot,
     tab_t5,
     tab_tasks,
@@ -36,6 +37,8 @@ TRY_THIS = (
     "layers worth the speed-up you measure here?",
     "Published architectures: ALBERT-base has about a tenth of BERT-base's parameters. Does a forward pass cost "
     "it a tenth of the compute? Count them and look at GFLOPs per token.",
+    "Features: before you run it, guess which reads the reviews best for one classifier: MiniLM's mean, its [CLS], "
+    "SmolLM2's last token or its mean? Why should a decoder's last token know more than its first?",
     "Distillation with temperature: guess the teacher's second word's probability at T = 5 before you look. Why "
     "does the loss multiply the KL by T², and what happens to L when you set β = 0?")
 
@@ -50,12 +53,14 @@ def build(ctx: Build) -> None:
     bias_panel = tab_bias.build()
     tasks_panel = tab_tasks.build()
     t5_panel = tab_t5.build()  # T5's text-to-text prefixes
+    features_panel = tab_features.build()  # an encoder's and a decoder's features; the QA example, run
     ui.try_this(*TRY_THIS)
     ctx.link(__name__, model=shots_panel.model, shots=shots_panel.shots, bias_model=bias_panel.model,
             template=bias_panel.template, text=bias_panel.dtext, check=cards_panel.row,
             t5_task=t5_panel.task, t5_prefix=t5_panel.prefix, t5_text=t5_panel.text, temp_text=temperature_panel.text,
             temperatures=temperature_panel.temps, arch_group=architectures_panel.group,
-            arch_tokens=architectures_panel.tokens)
+            arch_tokens=architectures_panel.tokens, features_text=features_panel.text,
+            qa_question=features_panel.question, qa_context=features_panel.context)
     tab_cards.wire(ctx, cards_panel)
     tab_architectures.wire(ctx, architectures_panel)
     tab_distillation.wire(distill_panel)
@@ -64,3 +69,4 @@ def build(ctx: Build) -> None:
     tab_bias.wire(ctx, bias_panel)
     tab_tasks.wire(ctx, tasks_panel)
     tab_t5.wire(ctx, t5_panel)
+    tab_features.wire(ctx, features_panel)

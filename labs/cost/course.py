@@ -46,10 +46,12 @@ NOT_IN_THE_COURSE = "LM Lab's computation: in none of the course's documents"
 
 
 def _figure(label: str, *quote_ids: str) -> dict:
-    """The row's label, where its figure is from and the course's words for it (course_quotes' entries)."""
+    """The row's label, where its figure is from and the course's words for it (course_quotes' entries); where the
+    documents give it more than once, each quote with its own place ("quote_sources")."""
     quotes = [course_quotes.get(i) for i in quote_ids]
-    return {"figure": label, "source": quotes[0].cite if quotes else NOT_IN_THE_COURSE,
-            "quotes": [q.text for q in quotes]}
+    cites = list(dict.fromkeys(q.cite for q in quotes))
+    return {"figure": label, "source": "; ".join(cites) if quotes else NOT_IN_THE_COURSE,
+            "quotes": [q.text for q in quotes], "quote_sources": [q.cite for q in quotes]}
 
 
 def _bert_row() -> dict:
@@ -57,14 +59,28 @@ def _bert_row() -> dict:
     est = cost(bert.params, bert.tokens, "V100")
     hours = s["gpus"] * s["hours"]
     achieved = training_flops(bert.params, bert.tokens) / (hours * 3600) / presets.DEVICES["V100"].peak["mixed"]
-    return {**_figure("BERT's pre-training cost", "cost_bert"),
+    return {**_figure("BERT's pre-training cost", "cost_bert", "course_bert_cost", "cost_bert_textbook",
+                      "cost_bert_appendix_base", "cost_bert_appendix_large"),
             "estimate": f"6·N·D = {est['flops']:.3g} FLOPs → {est['device_hours']:,.0f} V100-hours at 40 % → "
                         f"${est['cost']:,.0f} at $2.48/h",
             "note": f"$7,000 sits inside Strubell et al. 2019's measured range: {s['gpus']} V100s × {s['hours']} h = "
                     f"{hours:,.0f} GPU-hours at $0.74–2.48/h (2019 prices) = "
                     f"${s['cost_low']:,}–{s['cost_high']:,}. "
                     f"6·N·D at 40 % needs ~10× fewer hours: the real run reached ≈ {achieved:.0%} of the V100's "
-                    "fp16 peak (and D = 131B tokens is an upper bound)."}
+                    "fp16 peak (and D = 131B tokens is an upper bound). The course's own figures disagree with each "
+                    "other: $1M+ (the opening slide), $7,000 (the objectives slide) and $7K (Appendix E) for "
+                    "BERT-base; $7,000–12,000 (the textbook) and $25K (Appendix E) for BERT-Large. Only the "
+                    "$1M+ is far outside the range measured for BERT-base (BERT-Large's was not measured there); none "
+                    "names its hardware, price or year."}
+
+
+def _bert_hardware_row() -> dict:
+    return {**_figure("BERT's hardware", "course_bert_hardware", "course_tpu_v3", "cost_tpu_pods"),
+            "estimate": "Devlin et al. 2019: BERT-base on 4 Cloud TPUs in Pod configuration (16 TPU chips in all), "
+                        "BERT-Large on 16 Cloud TPUs (64 TPU chips); 4 days each",
+            "note": "Differs: 16 and 64 are chips, not pods (a TPU Pod holds hundreds of chips), and 64 chips "
+                    "trained BERT-Large, not BERT-base; the textbook's 16 chips trained BERT-base. The appendix "
+                    "has the right numbers in the right columns, with the wrong unit."}
 
 
 def _gpt3_cost_row() -> dict:
@@ -141,5 +157,5 @@ def _gpt3_flops_row() -> dict:
 def course_figures() -> list[dict]:
     """Each figure with where it is from and the course's words for it, the calculator's estimate, and a note:
     {"figure", "source", "quotes", "estimate", "note"}. A row whose figure is in no document says so in "source"."""
-    return [row() for row in (_bert_row, _gpt3_cost_row, _gpt3_energy_row, _finetune_row, _chinchilla_row,
+    return [row() for row in (_bert_row, _bert_hardware_row, _gpt3_cost_row, _gpt3_energy_row, _finetune_row, _chinchilla_row,
                               _memory_row, _gpt3_flops_row)]

@@ -41,7 +41,13 @@ def on_exercise(full_mwh, full_tonnes, full_cost, finetune_mwh) -> str:
 def figure_cell(r: dict) -> str:
     """The figure's label, where it is from and the course's words exactly as written (LaTeX's \\$ included), in
     code spans."""
-    words = " ".join("`" + q.replace("|", "\\|").replace("`", "'") + "`" for q in r["quotes"])
+    def span(q: str) -> str:
+        return "`" + q.replace("|", "\\|").replace("`", "'").replace("\t", " · ") + "`"
+
+    if len(set(r.get("quote_sources", []))) > 1:  # the documents give it more than once: each with its place
+        return f"**{ui.md(r['figure'])}**: " + "; ".join(
+            f"{ui.md(where)} {span(q)}" for where, q in zip(r["quote_sources"], r["quotes"]))
+    words = " ".join(span(q) for q in r["quotes"])
     return f"**{ui.md(r['figure'])}**: {ui.md(r['source'])}" + (f" {words}" if words else "")
 
 

@@ -1,5 +1,6 @@
 """Embeddings, the tab: one word's vectors across sentences and layers, a map, sentence vectors, and
-left-only vs both sides; then the panels tab_static (king − man + woman) and tab_pooling ([CLS] / mean / max)."""
+left-only vs both sides; then the panels tab_static (king − man + woman), tab_word2vec (word2vec and GloVe trained
+live), tab_elmo (ELMo in miniature) and tab_pooling ([CLS] / mean / max)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import plotly.graph_objects as go
 from labs.core.errors import check_int
 from labs.core.ui import course_quotes, plots, ui
 from labs.core.ui.build import Build
-from labs.embeddings import compute, tab_pooling, tab_probes, tab_static
+from labs.embeddings import compute, tab_elmo, tab_pooling, tab_probes, tab_static, tab_word2vec
 
 TITLE = "Embeddings"
 ID = "embeddings"  # the ?tab= link and the folder
@@ -20,8 +21,9 @@ EXPLAINER = """**A static embedding (word2vec) gives "bank" one vector; BERT giv
 Type sentences that share a word (one per line, optionally `| sense`) and see how similar the word's
 vectors are, layer by layer: identical in the embedding matrix, then pulled apart by the context. For an
 encoder-decoder such as T5, the vectors are its encoder's (the part that reads the whole input). Further
-down: word2vec's king − man + woman on the model's own embedding rows, [CLS] vs mean vs max sentence vectors, and
-what each layer knows (a linear probe per layer)."""
+down: word2vec's king − man + woman on the model's own embedding rows, word2vec and GloVe trained live on a small
+corpus, ELMo in miniature (two one-way LSTMs beside an encoder), [CLS] vs mean vs max sentence vectors, and what
+each layer knows (a linear probe per layer)."""
 TRY_THIS = (
     "\"bat\": The bat flew out of the cave. | animal / He swung the bat. | cricket. Where do the senses separate?",
     "\"I record the record\": type the sentence twice with labels verb / noun and the word \"record\"; is the "
@@ -218,6 +220,8 @@ def build(ctx: Build) -> None:
     result_json = ui.result_json()
     ctx.link(__name__, sentences=sentences, word=word, model=model, layer=layer)
     tab_static.build(ctx)
+    tab_word2vec.build(ctx)
+    tab_elmo.build(ctx)
     tab_pooling.build(ctx)
     tab_probes.build(ctx)
     ui.try_this(*TRY_THIS)

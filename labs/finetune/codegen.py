@@ -1,4 +1,5 @@
-"""Fine-tune, the same run outside the lab: the Trainer code for the current settings (exercise B5)."""
+"""Fine-tune, the same run outside the lab: the Trainer code for the current settings (exercise B5), with what the
+handout's B5.1 code lacks (the TrainingArguments import; transformers 5's warm-up argument) put right and said."""
 
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ for name, p in model.named_parameters():
 # (the lab also keeps biases and LayerNorm weights out of weight decay; left out here for brevity)
 optimizer = torch.optim.AdamW([{{"params": ps, "lr": {lr:g} * xi ** (L - d)}} for d, ps in groups.items()],
                               weight_decay={decay:g})"""
+
+
+B5_FIXES = ("The handout's B5.1 code calls `TrainingArguments(...)` without importing it; the code below imports it "
+            "(`from transformers import ... TrainingArguments`). Its `warmup_steps=` is right for transformers 5, where "
+            "warm-up is `warmup_steps` alone: a whole number of steps, or a float below 1 for a share of all the "
+            "steps (the `warmup_ratio` argument of earlier versions is gone).")
+
+B5_COMMENT = """# TrainingArguments is imported above: the handout's B5.1 code uses it without importing it. In transformers 5
+# warm-up is warmup_steps alone: a whole number of steps, or a float below 1 for a share of all steps
+# (warmup_ratio is gone)."""
 
 
 def training_code(s: Settings, hub_id: str, num_labels: int = 2) -> str:
@@ -59,6 +70,7 @@ tokenizer = AutoTokenizer.from_pretrained("{hub_id}")
 model = AutoModelForSequenceClassification.from_pretrained("{hub_id}", num_labels={num_labels})
 {freeze}
 
+{B5_COMMENT}
 args = TrainingArguments(
     output_dir="finetune-out",
     learning_rate={s.learning_rate:g},

@@ -6,7 +6,17 @@ following one costs no slot, so they share the concurrency id "finetune-follow" 
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.finetune import accumulation, adapters_lora, data_efficiency, gradient_step, predict, shared_runs, ulmfit
+from labs.finetune import (
+    accumulation,
+    adapters_lora,
+    baseline,
+    data_efficiency,
+    gradient_step,
+    predict,
+    shared_runs,
+    theta_distance,
+    ulmfit,
+)
 
 FOLLOW = {"per_student": True, "concurrency_id": "finetune-follow", "concurrency_limit": None}
 
@@ -20,6 +30,15 @@ ENDPOINTS = (
     Endpoint("ulmfit", ulmfit.ulmfit_stream,
              "ULMFiT's three stages: the language-modelling objective on the reviews' text, then fine-tuning on a few "
              "labelled reviews, beside the same fine-tune without the middle stage (one shared job).", **FOLLOW),
+    Endpoint("theta_distance", theta_distance.theta_distance_stream,
+             "How far fine-tuning moves each part of an encoder: ‖θ − θ₀‖ / ‖θ₀‖ for the embeddings, each layer and "
+             "the head, after runs at a few learning rates and numbers of reviews (one shared job; streams the "
+             "queue's place and the progress, then {runs: [{learning_rate, examples, steps, accuracy, parts: [{part, "
+             "distance, norm, params}]}]}).", **FOLLOW),
+    Endpoint("baseline", baseline.baseline_stream,
+             "A keyword rule and TF-IDF + logistic regression beside the fine-tuned encoder (the lab's default run, "
+             "shared) on the same reviews: {rows: [{method, accuracy, ms_per_review, parameters, size_bytes}]}, "
+             "times measured on this server (streams the queue's place and the run's progress first).", **FOLLOW),
     Endpoint("gradient_step", gradient_step.gradient_step_json,
              "gradient_step(features, label, weights, bias, learning_rate) -> {parameters: [{name, theta, input, grad, "
              "step, new, handout_new}], before, after, handout: {z, p_positive, loss}, rule, handout_rule}"),

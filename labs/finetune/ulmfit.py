@@ -6,16 +6,23 @@ the two accuracies on the domain differ by the middle stage alone.
 The domain is the built-in reviews: the middle stage reads the training reviews' text (their labels hidden, as
 ULMFiT reads the IMDb corpus), the fine-tune uses `labelled` of them with their labels, and both are measured on
 the validation reviews (accuracy, and the language model's loss on their text before and after the middle
-stage). Both fine-tunes start from the same head weights (the seed) and see the same batches."""
+stage). Both fine-tunes start from the same head weights (the seed) and see the same batches.
+
+The middle stage is domain-adaptive pre-training (Textbook 20.5.3): beside the in-domain loss, the language model's
+perplexity on short texts that are not reviews (LM Lab's own, assets/domains.txt: news, conversation, legal,
+biomedical, code, social media) is measured before and after it, to show what adapting to one domain does to
+the others."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import plotly.graph_objects as go
 
@@ -40,6 +47,21 @@ LM_RATE, TASK_RATE = 5e-5, 5e-5  # the lecture's small-data rate for both stages
 MLM_PROBABILITY = 0.15
 PHASES = ("middle stage", "fine-tune without", "fine-tune with")
 SECONDS_PER_STEP = 1.5  # a first guess (SmolLM2, batch 8, 2 cores), replaced by measured runs
+OTHER_DOMAINS = Path(__file__).resolve().parents[2] / "assets" / "domains.txt"  # LM Lab's own short texts
+DOMAIN_QUOTES = ("domain_similar", "domain_adaptive")  # course_quotes' entries (Textbook 20.5.3)
+
+
+@functools.cache
+def other_domain_texts() -> tuple[tuple[str, str], ...]:
+    """((domain, text), …) from assets/domains.txt, none of them a review: "# name" (at most three words, no colon)
+    starts a domain, other "#" lines are comments, one text a line."""
+    rows, current = [], None
+    for line in OTHER_DOMAINS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# ") and ":" not in line and len(line.split()) <= 3:
+            current = line[2:].strip()
+        elif line.strip() and not line.startswith("#") and current:
+            rows.append((current, line.strip()))
+    return tuple(rows)
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,8 @@ class Result:
     plan: Plan
     lm_loss_before: float = 0.0  # the language model's mean loss on the validation reviews' text
     lm_loss_after: float = 0.0
+    ood_loss_before: float = 0.0  # the same loss on the texts of other domains (other_domain_texts)
+    ood_loss_after: float = 0.0
     lm_history: list[dict] = field(default_factory=list)  # {"step", "loss"}
     runs: dict = field(default_factory=dict)  # "without" / "with": {"accuracy", "history", "eval"}
     unlabelled_texts: int = 0
@@ -75,12 +99,19 @@ class Result:
                 "objective": "next word" if self.plan.family == "causal" else f"masked word ({MLM_PROBABILITY:.0%})",
                 "lm_loss_before": self.lm_loss_before, "lm_loss_after": self.lm_loss_after,
                 "perplexity_before": math.exp(self.lm_loss_before), "perplexity_after": math.exp(self.lm_loss_after),
+                "ood_loss_before": self.ood_loss_before, "ood_loss_after": self.ood_loss_after,
+                "ood_perplexity_before": math.exp(self.ood_loss_before),
+                "ood_perplexity_after": math.exp(self.ood_loss_after),
+                "ood_texts": len(other_domain_texts()),
+                "ood_domains": list(dict.fromkeys(d for d, _ in other_domain_texts())),
                 "lm_history": self.lm_history, "without": self.runs.get("without"), "with": self.runs.get("with"),
                 "gain": (self.runs["with"]["accuracy"] - self.runs["without"]["accuracy"]
                          if {"with", "without"} <= self.runs.keys() else None),
                 "seconds": round(self.seconds, 2),
                 "stages": [{"stage": name, "quote": quote, "document": STRATEGIES, "slide": SLIDE}
-                           for name, quote in STAGES]}
+                           for name, quote in STAGES],
+                "domain_shift": [{"document": course_quotes.get(q).document, "where": course_quotes.get(q).where,
+                                  "text": course_quotes.text(q)} for q in DOMAIN_QUOTES]}
 
 
 def check_plan(model, labelled=DEFAULTS["labelled"], lm_epochs=DEFAULTS["lm_epochs"], epochs=DEFAULTS["epochs"],
@@ -202,9 +233,12 @@ def run(plan: Plan, stop=None) -> Iterator:
     result = Result(plan, unlabelled_texts=len(texts), validation=len(held_out))
     adapted = copy.deepcopy(loaded.model)
     try:
+        other = [t for _, t in other_domain_texts()]
         result.lm_loss_before = lm_loss(adapted, loaded.tokenizer, held_out, plan.family, plan.seed)
+        result.ood_loss_before = lm_loss(adapted, loaded.tokenizer, other, plan.family, plan.seed)
         yield from middle_stage(adapted, loaded.tokenizer, texts, plan, result.lm_history, stop)
         result.lm_loss_after = lm_loss(adapted, loaded.tokenizer, held_out, plan.family, plan.seed)
+        result.ood_loss_after = lm_loss(adapted, loaded.tokenizer, other, plan.family, plan.seed)
         for name, source in (("without", loaded.model), ("with", adapted)):
             if stop is not None and stop.is_set():
                 return

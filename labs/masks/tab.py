@@ -12,7 +12,7 @@ from labs.core.errors import MAX_CHARS
 from labs.core.models import models
 from labs.core.ui import course_quotes, plots, ui
 from labs.core.ui.build import Build
-from labs.masks import compute
+from labs.masks import compute, tab_cheating
 from labs.masks.compute import EXAMPLE
 
 TITLE = "Masks"
@@ -209,9 +209,10 @@ def build(ctx: Build) -> None:
     encdec = two_texts("Encoder–decoder (T5-style): three kinds of attention",
                        ("Source (encoder input)", "Target (decoder input)"),
                        ("The cat sat on the mat", "Le chat était assis"), "Show encoder–decoder masks", 3)
+    ctx.link(__name__, text=text, encoder=encoder, causal=causal)
+    tab_cheating.build(ctx)
     ui.course_links(("mask_nan", "the causal mask's (1 − M)·(−∞)"))
     ui.try_this(*TRY_THIS)
-    ctx.link(__name__, text=text, encoder=encoder, causal=causal)
 
     shown = [notice, bidir_plot, causal_plot, picked, table, counts, count.n, *count.arithmetic, result_json]
     ui.wire(show.click, on_show, [text, encoder, causal], shown)

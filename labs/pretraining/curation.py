@@ -8,7 +8,10 @@ through four real steps, each removing documents and saying why.
    MinHash estimate of its Jaccard similarity with an earlier kept document reaches the threshold;
 3. heuristic filters (Gopher-style, Rae et al. 2021; the limits below): too few words, too many symbols per
    word, too many repeated lines;
-4. perplexity: a causal LM (SmolLM2 offline) scores each document that is left, exp of the mean token loss
+4. language identification (off unless asked): py3langid, English with probability ≥ the student's threshold;
+5. offensive language (off unless asked): alt-profanity-check's probability below the student's threshold
+   (both in classifier_filters.py; each document's language and scores are shown even when a step is off);
+6. perplexity: a causal LM (SmolLM2 offline) scores each document that is left, exp of the mean token loss
    (the teacher-forced pass `model(ids, labels=ids)` computes); too high (gibberish, spam, another language)
    or too low (repetitive boilerplate) is removed.
 
@@ -26,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from labs.core.errors import BadInput, check_number, check_text
+from labs.core.errors import BadInput, check_bool, check_number, check_text
 from labs.core.models import models
 from labs.core.ui import course_quotes
 from labs.core.work import lm
+from labs.pretraining import classifier_filters as cf
 
 CORPUS = Path(__file__).resolve().parents[2] / "assets" / "curation_corpus.jsonl"
 FAMILIES = ("causal",)
@@ -41,8 +45,10 @@ MAX_DOCUMENTS, MAX_DOC_CHARS, MAX_ALL_CHARS, MAX_TOKENS = 80, 1000, 20_000, 256
 DEFAULT_THRESHOLD, DEFAULT_LIMIT, DEFAULT_FLOOR = 0.5, 150.0, 22.0
 # Characters a sentence needs: letters, digits, spaces and ordinary punctuation. Any other is a symbol.
 ORDINARY = re.compile(r"[\w\s.,;:!?'\"’‘“”()\-–—]")
-STEPS = ("exact duplicate", "near-duplicate", "heuristics", "perplexity")
-QUOTES = {k: course_quotes.text(f"curation_{k}") for k in ("dedup", "perplexity", "heuristics", "language")}
+STEPS = ("exact duplicate", "near-duplicate", "heuristics", "language", "offensive", "perplexity")
+OPTIONAL = ("language", "offensive")  # counted only when on
+QUOTES = {k: course_quotes.text(f"curation_{k}") for k in ("dedup", "perplexity", "heuristics", "language",
+                                                            "toxicity")}
 EXAMPLE = "The river town woke slowly on Sunday morning.\n\nRead more"
 
 
@@ -56,6 +62,9 @@ class Document:
     reason: str = ""
     perplexity: float | None = None
     tokens: int = 0
+    language: str = ""  # py3langid's most likely language
+    language_probability: float | None = None  # its normalised probability
+    offensive_probability: float | None = None  # profanity-check's predict_prob
 
 
 @dataclass
@@ -74,11 +83,14 @@ class Curation:
     perplexity_floor: float
     documents: list[Document]
     pairs: list[Pair] = field(default_factory=list)
+    language_threshold: float | None = None  # None: the step is off
+    offensive_threshold: float | None = None
 
     def counts(self) -> list[dict]:
         """Per step: how many documents it read, removed and kept."""
         left, rows = len(self.documents), []
-        for step in STEPS:
+        off = {"language": self.language_threshold is None, "offensive": self.offensive_threshold is None}
+        for step in (s for s in STEPS if not off.get(s)):
             removed = sum(d.step == step for d in self.documents)
             rows.append({"step": step, "in": left, "removed": removed, "out": left - removed})
             left -= removed
@@ -87,6 +99,7 @@ class Curation:
     def to_json(self) -> dict:
         return {"model": self.model, "near_duplicate_threshold": self.near_duplicate_threshold,
                 "perplexity_limit": self.perplexity_limit, "perplexity_floor": self.perplexity_floor,
+                "language_threshold": self.language_threshold, "offensive_threshold": self.offensive_threshold,
                 "limits": {"shingle_words": SHINGLE_WORDS, "num_perm": NUM_PERM, "min_words": MIN_WORDS,
                            "max_symbol_ratio": MAX_SYMBOL_RATIO, "max_repeated_lines": MAX_REPEATED_LINES},
                 "documents": [asdict(d) for d in self.documents], "near_duplicates": [asdict(p) for p in self.pairs],
@@ -252,32 +265,52 @@ def perplexity_filter(loaded, docs: list[Document], limit: float, floor: float) 
     for d, (ppl, n) in zip(left, perplexities(loaded, [d.text for d in left])):
         d.perplexity, d.tokens = (round(ppl, 2) if math.isfinite(ppl) else None), n
         if not math.isfinite(ppl) or ppl > limit:
-            d.kept, d.step = False, STEPS[3]
+            d.kept, d.step = False, STEPS[5]
             d.reason = f"perplexity {ppl:,.0f} above {limit:g}: too surprising to the model"
         elif ppl < floor:
-            d.kept, d.step, d.reason = False, STEPS[3], f"perplexity {ppl:.1f} below {floor:g}: too predictable"
+            d.kept, d.step, d.reason = False, STEPS[5], f"perplexity {ppl:.1f} below {floor:g}: too predictable"
+
+
+def check_classifiers(language_filter, language_threshold, offensive_filter, offensive_threshold):
+    """The two classifier steps' thresholds, None for a step that is off."""
+    language_threshold, offensive_threshold = cf.check_thresholds(language_threshold, offensive_threshold)
+    return (language_threshold if check_bool(language_filter, "language_filter") else None,
+            offensive_threshold if check_bool(offensive_filter, "offensive_filter") else None)
 
 
 def curate(loaded, documents, near_duplicate_threshold=DEFAULT_THRESHOLD, perplexity_limit=DEFAULT_LIMIT,
-           perplexity_floor=DEFAULT_FLOOR) -> Curation:
+           perplexity_floor=DEFAULT_FLOOR, language_filter=False, language_threshold=cf.DEFAULT_LANGUAGE_PROBABILITY,
+           offensive_filter=False, offensive_threshold=cf.DEFAULT_OFFENSIVE_PROBABILITY) -> Curation:
     texts = check_documents(documents)
     threshold, limit, floor = check_settings(near_duplicate_threshold, perplexity_limit, perplexity_floor)
+    language, offensive = check_classifiers(language_filter, language_threshold, offensive_filter,
+                                            offensive_threshold)
     docs = [Document(i + 1, t, len(t.split())) for i, t in enumerate(texts)]
+    cf.annotate(docs)
     exact_duplicates(docs)
     pairs = near_duplicates(docs, threshold)
     heuristics(docs)
+    if language is not None:
+        cf.language_step(docs, language, STEPS[3])
+    if offensive is not None:
+        cf.offensive_step(docs, offensive, STEPS[4])
     perplexity_filter(loaded, docs, limit, floor)
-    return Curation(loaded.name, threshold, limit, floor, docs, pairs)
+    return Curation(loaded.name, threshold, limit, floor, docs, pairs, language, offensive)
 
 
 def curate_json(documents: str = "", near_duplicate_threshold: float = DEFAULT_THRESHOLD,
                 perplexity_limit: float = DEFAULT_LIMIT, perplexity_floor: float = DEFAULT_FLOOR,
-                model: str = "") -> dict:
-    """The endpoint: "" for documents is the built-in corpus; the model is a causal LM (SmolLM2 offline)."""
+                model: str = "", language_filter: bool = False,
+                language_threshold: float = cf.DEFAULT_LANGUAGE_PROBABILITY, offensive_filter: bool = False,
+                offensive_threshold: float = cf.DEFAULT_OFFENSIVE_PROBABILITY) -> dict:
+    """The endpoint: "" for documents is the built-in corpus; the model is a causal LM (SmolLM2 offline); the
+    language and offensive-language steps run when their filter is true."""
     check_documents(documents)
     check_settings(near_duplicate_threshold, perplexity_limit, perplexity_floor)
+    check_classifiers(language_filter, language_threshold, offensive_filter, offensive_threshold)
     loaded = models.load(model or default_model(), *FAMILIES)
-    return curate(loaded, documents, near_duplicate_threshold, perplexity_limit, perplexity_floor).to_json()
+    return curate(loaded, documents, near_duplicate_threshold, perplexity_limit, perplexity_floor, language_filter,
+                  language_threshold, offensive_filter, offensive_threshold).to_json()
 
 
 def default_model() -> str:

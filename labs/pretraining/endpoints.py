@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from labs.core.work.endpoints import Endpoint
-from labs.pretraining import bart_noise, curation, electra, lr_schedule, mask_rate, nsp, objectives, span_corruption
+from labs.pretraining import (
+    bart_noise,
+    c4_rules,
+    curation,
+    electra,
+    lr_schedule,
+    mask_rate,
+    nsp,
+    objectives,
+    span_corruption,
+)
 from labs.pretraining import why_80_10_10 as why
 
 ENDPOINTS = (
@@ -30,10 +40,18 @@ ENDPOINTS = (
              "bart_noise(text, transform, seed, model) -> {transform, tokenizer, original_tokens, noised_tokens, "
              "original_ids, noised_ids, fate, details, reconstruction: {model, text, loss, exact} or null, note}"),
     Endpoint("curate", curation.curate_json,
-             "curate(documents, near_duplicate_threshold, perplexity_limit, perplexity_floor, model) -> {documents: "
-             "[{number, text, words, kept, step, reason, perplexity, tokens}], near_duplicates: [{document, of, "
-             "minhash_jaccard, exact_jaccard}], counts: [{step, in, removed, out}], kept, limits}: exact and MinHash "
-             "near-duplicate removal, heuristic filters and a perplexity filter on a corpus (\"\": the built-in one)"),
+             "curate(documents, near_duplicate_threshold, perplexity_limit, perplexity_floor, model, language_filter, "
+             "language_threshold, offensive_filter, offensive_threshold) -> {documents: [{number, text, words, kept, "
+             "step, reason, perplexity, tokens, language, language_probability, offensive_probability}], "
+             "near_duplicates: [{document, of, minhash_jaccard, exact_jaccard}], counts: [{step, in, removed, out}], "
+             "kept, limits, language_threshold, offensive_threshold}: exact and MinHash near-duplicate removal, "
+             "heuristic filters, py3langid's language identification and profanity-check's offensive-language "
+             "classifier (each when its filter is true) and a perplexity filter on a corpus (\"\": the built-in one)"),
+    Endpoint("c4", c4_rules.c4_clean_json,
+             "c4(pages, rules, language_threshold, bad_word_probability) -> {pages: [{number, text, lines, kept, rule, "
+             "reason, sentences, language, language_probability, cleaned}], removed: [{page, rule, text, of}], "
+             "counts: [{rule, unit, pages_in, removed, pages_removed, pages_out}], kept, bad_words, limits}: C4's "
+             "cleaning rules (Raffel et al. 2020) as named steps on web-like pages (\"\": LM Lab's own)"),
     Endpoint("lr_schedule", lr_schedule.lr_schedule_json,
              "lr_schedule(schedule, peak_lr, warmup_steps, total_steps) -> {schedule, scheduler, optimizer, "
              "optimizer_repr, steps, lr, stepped_steps, stepped_lr, parameter, notes}: BERT's or GPT-3's "

@@ -8,7 +8,12 @@ A figure that is in none of the documents is never an entry: the app shows it as
 
 from __future__ import annotations
 
+from labs.core.ui import course_quotes_choosing as choosing_more
+from labs.core.ui import course_quotes_embeddings as embeddings_more
+from labs.core.ui import course_quotes_finetune as finetune_more
 from labs.core.ui import course_quotes_handout as handout
+from labs.core.ui import course_quotes_masks as masks_more
+from labs.core.ui import course_quotes_pretraining as pretraining_more
 from labs.core.ui import course_quotes_words as words
 from labs.core.ui.course_documents import (  # noqa: F401  (the table's names, as the labs and tests use them)
     COURSE_DIR,
@@ -102,6 +107,11 @@ QUOTES = (
           '- CO2: 552 tons'),
     Quote('cost_finetune', LECTURE, 'Transfer Learning: Best Practices',
           '- Cost: \\$50-\\$500'),
+    Quote('cost_bert_textbook', TEXTBOOK, '20.2.6 Pre-training Data and Compute',
+          'pre-training BERT-Large cost roughly $7,000--$12,000 in cloud compute'),
+    Quote('cost_bert_appendix_base', LECTURE, 'Appendix E: Training Cost Analysis', 'BERT-base\t\\$7K'),
+    Quote('cost_bert_appendix_large', LECTURE, 'Appendix E: Training Cost Analysis', 'BERT-large\t\\$25K'),
+    Quote('cost_tpu_pods', LECTURE, 'Appendix A: BERT Architecture Specifications', 'Hardware\t16 TPU pods\t64 TPU pods'),
     # Part B: the model answers and the facts they check against (labs/part_b)
     Quote('partb_a1', HANDOUT, 'A1: The Learning Problem',
           'Most language understanding is general and can be learned once and reused!'),
@@ -357,6 +367,9 @@ QUOTES += tuple(Quote(f"workbook_{exercise}_{n}", HANDOUT, where, line)
                 for exercise, (where, lines) in handout.WORKBOOK.items() for n, line in enumerate(lines, 1))
 QUOTES += tuple(Quote(preset, HANDOUT, where, line) for preset, (where, line) in handout.PRESETS.items())
 QUOTES += words.QUOTES  # word vectors, tokenizers and n-grams (in their own file for its size)
+# The panels of #55 (the course's last ideas), one file per lab
+for _more in (embeddings_more, masks_more, pretraining_more, finetune_more, choosing_more):
+    QUOTES += _more.QUOTES
 BY_ID = {q.id: q for q in QUOTES}
 
 
