@@ -58,3 +58,13 @@ def test_a_student_sees_the_erratum_not_its_number_in_a_file_they_never_see():
                    if re.search(r"\(ERRATA \d+\)", line) and not line.lstrip().startswith("#")]
         shown = [line for line in strings if '"' in line and '"""' not in line]
         assert not shown, f"{path.relative_to(ROOT)}: {shown[0].strip()}"
+
+
+def test_every_row_of_check_the_course_is_linked_from_the_lab_it_names():
+    """Each erratum's row is reached from its lab (ui.course_links on the lab's page), not only from Choosing's table."""
+    from labs.choosing import course
+
+    for row_id, row in course.ROWS.items():
+        lab = row().lab
+        tab = (ROOT / "labs" / lab / "tab.py").read_text()
+        assert f'("{row_id}",' in tab.split("ui.course_links(", 1)[-1], f"{row_id}: not linked from {lab}'s page"

@@ -245,7 +245,9 @@ def bert_cost() -> Row:
     return Row("bert_cost", "What BERT cost", "cost", DIFFERS,
                "Strubell et al. 2019: BERT-base, 64 V100s × 79.2 h, $3,751–12,571 (cloud, 2019 prices)",
                "the cited paper", "The same deck says “Cost: \\$7,000 compute” (BERT's Two Pre-training "
-               "Objectives): the two figures disagree by 140×; $7,000 is inside the measured range.")
+               "Objectives): the two figures disagree by 140×; $7,000 is inside the measured range. The textbook (20.2.6) "
+               "and the deck's Appendix E give two more (BERT-Large $7,000–12,000; $25K): Cost & scale's table "
+               "shows all five beside each other.")
 
 
 def bert_hardware() -> Row:
@@ -254,7 +256,8 @@ def bert_hardware() -> Row:
                "chips), 4 days each", "the cited paper",
                "64 chips was BERT-large; the textbook (20.2.6) gives BERT-large “" + course_quotes.text("course_tpu_v3")
                + "”, which was "
-               "BERT-base's count.")
+               "BERT-base's count. The deck's Appendix A has 16 and 64 in the right columns but calls them “TPU "
+               "pods”; they were chips (a pod holds hundreds).")
 
 
 def gpt3_time() -> Row:
@@ -328,7 +331,7 @@ def lora_percent() -> Row:
 
 
 def imagenet_labels() -> Row:
-    return Row("imagenet_labels", "ImageNet's labels", "choosing", DIFFERS,
+    return Row("imagenet_labels", "ImageNet's labels", "pretraining", DIFFERS,
                "ImageNet's labels were assigned by people (Deng et al. 2009)", "the cited dataset",
                "Supervised pre-training; NLP's pre-training is self-supervised (the text is its own label).")
 

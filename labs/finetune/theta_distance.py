@@ -77,6 +77,8 @@ def parse_numbers(text, what: str) -> list:
     """"2e-5, 1e-3" (a page's box) as a list of numbers; a list passes through."""
     if isinstance(text, (list, tuple)):
         return list(text)
+    if not isinstance(text, str):  # the API takes a list; a page's box, text
+        raise BadInput(f"The {what} are a list of numbers, e.g. [16, 64].")
     parts = [p for p in str(text or "").replace(";", ",").replace(" ", ",").split(",") if p]
     try:
         return [float(p) for p in parts]

@@ -168,7 +168,9 @@ def loss_of(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def train(data: Data, causal: bool, steps: int, seed: int, **shape) -> tuple[TinyLM, list[float]]:
     """A TinyLM trained for the next character with (causal) or without the causal mask: its training losses."""
-    with torch.random.fork_rng():  # the same initial weights for both runs; the app's global RNG left alone
+    # devices=[]: the CPU generator only (on ZeroGPU, spaces makes CUDA look available in the app's process, where
+    # forking its generator would start CUDA)
+    with torch.random.fork_rng(devices=[]):  # the same initial weights for both runs; the app's global RNG left alone
         torch.manual_seed(seed)
         model = TinyLM(len(data.chars), **shape)
     opt = torch.optim.AdamW(model.parameters(), lr=LR)

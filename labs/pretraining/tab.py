@@ -62,7 +62,7 @@ def build(ctx: Build) -> None:
     eighth = tab_recipe.build(ctx)
     ui.course_links(("fifteen_percent", "is 15 % optimal?"), ("mask_five", "15 % of a 5-token sentence"),
                     ("mask_reason", "why 80 / 10 / 10"),
-                    ("mask_fine_tune", "[MASK] at fine-tuning"))
+                    ("mask_fine_tune", "[MASK] at fine-tuning"), ("imagenet_labels", "ImageNet's labels"))
     ui.try_this(*TRY_THIS)
     ctx.link(__name__, text=first["text"], model_masked=first["masked"], model_causal=first["causal"],
             model_seq2seq=first["seq2seq"], seed=first["seed"], sentence_a=second["sentence_a"],
