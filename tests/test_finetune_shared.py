@@ -175,7 +175,8 @@ def test_an_api_client_has_one_waiting_job_a_newer_call_replaces_it(clients, tin
 def test_every_stop_answers_on_a_line_no_run_writes():
     """Stop's answer (a queue=False event) races the run's last update: a Stop that wrote the run's progress line
     could leave its answer there over "Stopped." for good (CI once read it five minutes on). In the built Fine-tune
-    tab, each of its four Stop buttons writes only a line that no streaming run writes."""
+    tab, each of its six Stop buttons (the run's and five long panels') writes only a line that no streaming run
+    writes."""
     import gradio as gr
 
     from labs.core.ui.build import Build
@@ -187,7 +188,7 @@ def test_every_stop_answers_on_a_line_no_run_writes():
     streamed = {block._id for fn in demo.fns.values() if fn.types_generator for block in fn.outputs}
     stop_writes = [{block._id for block in fn.outputs} for fn in demo.fns.values()
                    if {target for target, _ in fn.targets} & stops]
-    assert len(stops) == 4 and len(stop_writes) == 4
+    assert len(stops) == 6 and len(stop_writes) == 6
     assert all(written and not written & streamed for written in stop_writes), "a Stop writes a run's line"
 
 
