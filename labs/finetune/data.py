@@ -68,6 +68,11 @@ def rows_to_dataset(name: str, rows: list[tuple[str, str, str]]) -> Dataset:
     return Dataset(name, labels, train, validation)
 
 
+def number_parts(text) -> list[str]:
+    """A page's box of numbers ("8, 16;32", "2e-5 1e-3") split at commas, semicolons and spaces."""
+    return [p for p in str(text).replace(";", ",").replace(" ", ",").split(",") if p]
+
+
 def parse_csv(data: bytes, name: str = "your CSV") -> Dataset:
     """An uploaded CSV with `text,label` columns (an optional `split` column: train / validation).
     Everything is checked before anything is used: a bad file loads nothing."""

@@ -18,6 +18,7 @@ from labs.core.models import models
 from labs.core.ui import course_quotes, plots
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import tasks
+from labs.finetune.data import number_parts
 from labs.finetune.shared_runs import data_key
 from labs.finetune.strategies import ENCODER_FAMILIES, Settings, check_settings
 from labs.finetune.training import RunResult, Step, train
@@ -127,7 +128,7 @@ def parse_sizes(text) -> list[int]:
     """"8, 16, 32" (a page's box) as a list; a list passes through. The checks are check()'s."""
     if isinstance(text, (list, tuple)):
         return list(text)
-    parts = [p for p in str(text).replace(";", ",").replace(" ", ",").split(",") if p]
+    parts = number_parts(text)
     if not parts:
         return list(SIZES)
     try:

@@ -22,7 +22,7 @@ from labs.core.models import models
 from labs.core.ui import course_quotes, plots
 from labs.core.work.jobs import JOBS, Queued, Ticket
 from labs.finetune import training
-from labs.finetune.data import builtin_data
+from labs.finetune.data import builtin_data, number_parts
 from labs.finetune.shared_runs import data_key
 from labs.finetune.strategies import DEFAULTS, ENCODER_FAMILIES, Settings, check_settings
 
@@ -79,7 +79,7 @@ def parse_numbers(text, what: str) -> list:
         return list(text)
     if not isinstance(text, str):  # the API takes a list; a page's box, text
         raise BadInput(f"The {what} are a list of numbers, e.g. [16, 64].")
-    parts = [p for p in str(text or "").replace(";", ",").replace(" ", ",").split(",") if p]
+    parts = number_parts(text)
     try:
         return [float(p) for p in parts]
     except ValueError:
